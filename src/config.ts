@@ -1,0 +1,214 @@
+/**
+ * Configuration: one table of options keyed by environment variable, each with its default, parser
+ * and description. `loadConfig` validates all of them at once and throws a `ConfigError` that names
+ * every bad variable, so a misconfigured start stops with one clear message.
+ */
+import path from 'node:path';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+/** A rate limit: at most `max` requests per `windowMs`, or `null` when switched off. */
+export type RateLimit = { max: number; windowMs: number } | null;
+
+export type DatabaseTarget =
+  | { engine: 'sqlite'; file: string }
+  | { engine: 'postgres'; url: string };
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly database: DatabaseTarget;
+  /** Absolute base URL without a trailing slash, or null to derive links from each request. */
+  readonly baseUrl: string | null;
+  readonly appName: string;
+  readonly redisUrl: string | null;
+  readonly logLevel: LogLevel;
+  /** Passed to Fastify's `trustProxy`: false, true, a hop count, or a list of addresses/CIDRs. */
+  readonly trustProxy: boolean | number | string[];
+  readonly rateLimitRead: RateLimit;
+  readonly rateLimitImage: RateLimit;
+  readonly rateLimitReport: RateLimit;
+  /** Load the bundled demo data on first start of an empty embedded database. */
+  readonly demoData: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Parser<T> = (raw: string) => T;
+
+interface Option<K extends keyof Config> {
+  env: string;
+  key: K;
+  default: string;
+  parse: Parser<Config[K]>;
+  secret?: boolean;
+  description: string;
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function parsePort(raw: string): number {
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) {
+    throw new Error(`must be an integer from 0 to 65535, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function parseHost(raw: string): string {
+  if (raw.trim() === '' || /\s/.test(raw)) throw new Error(`must be a host name or address, got "${raw}"`);
+  return raw;
+}
+
+function parseDatabase(raw: string): DatabaseTarget {
+  if (raw.trim() === '') throw new Error('must be a file path or a postgres:// URL, got an empty value');
+  if (/^postgres(ql)?:\/\//i.test(raw)) {
+    try {
+      new URL(raw);
+    } catch {
+      throw new Error('is not a valid postgres:// URL');
+    }
+    return { engine: 'postgres', url: raw };
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
+    throw new Error('must be a file path (embedded SQLite) or a postgres:// or postgresql:// URL');
+  }
+  return { engine: 'sqlite', file: raw === ':memory:' ? raw : path.resolve(raw) };
+}
+
+function parseBaseUrl(raw: string): string | null {
+  if (raw === '') return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`must be an absolute http(s) URL such as https://nonsense.example.org, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('must use http or https');
+  if (url.search || url.hash) throw new Error('must not have a query or fragment');
+  return url.href.replace(/\/+$/, '');
+}
+
+function parseAppName(raw: string): string {
+  const name = raw.trim();
+  if (name === '' || [...name].length > 80 || /[\p{Cc}]/u.test(name)) {
+    throw new Error('must be 1 to 80 characters without control characters');
+  }
+  return name;
+}
+
+function parseRedisUrl(raw: string): string | null {
+  if (raw === '') return null;
+  if (!/^rediss?:\/\//.test(raw)) throw new Error('must be a redis:// or rediss:// URL');
+  try {
+    new URL(raw);
+  } catch {
+    throw new Error('is not a valid URL');
+  }
+  return raw;
+}
+
+function parseLogLevel(raw: string): LogLevel {
+  const level = raw.toLowerCase() as LogLevel;
+  if (!LOG_LEVELS.includes(level)) throw new Error(`must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  return level;
+}
+
+function parseTrustProxy(raw: string): boolean | number | string[] {
+  const value = raw.trim().toLowerCase();
+  if (value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (list.every((item) => /^[0-9a-f.:]+(\/\d{1,3})?$/i.test(item) || /^(loopback|linklocal|uniquelocal)$/.test(item))) {
+    return list;
+  }
+  throw new Error('must be false, true, a number of proxy hops, or a comma-separated list of addresses/CIDRs');
+}
+
+const WINDOW_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses `N/window` (e.g. `600/1m`, `10/10m`, `5/s`) or `off`. */
+export function parseRateLimit(raw: string): RateLimit {
+  const value = raw.trim().toLowerCase();
+  if (value === 'off') return null;
+  const match = /^(\d{1,9})\/(\d{0,6})([smh])$/.exec(value);
+  if (!match) throw new Error(`must be "N/window" such as 600/1m, 10/10m or 5/s, or "off", got "${raw}"`);
+  const max = Number(match[1]);
+  const count = match[2] === '' ? 1 : Number(match[2]);
+  if (max < 1 || count < 1) throw new Error('needs a count and a window of at least 1');
+  return { max, windowMs: count * WINDOW_UNITS[match[3]!]! };
+}
+
+function parseSwitch(raw: string): boolean {
+  const value = raw.trim().toLowerCase();
+  if (['auto', 'on', 'true', '1', 'yes'].includes(value)) return true;
+  if (['off', 'false', '0', 'no'].includes(value)) return false;
+  throw new Error(`must be "auto" or "off", got "${raw}"`);
+}
+
+/** Every option, in the order the README documents them. */
+export const OPTIONS = [
+  { env: 'PORT', key: 'port', default: '8080', parse: parsePort, description: 'TCP port to listen on' },
+  { env: 'HOST', key: 'host', default: '127.0.0.1', parse: parseHost, description: 'address to listen on (0.0.0.0 for all)' },
+  {
+    env: 'DATABASE_URL', key: 'database', default: './data/nonsense.db', parse: parseDatabase, secret: true,
+    description: 'a file path selects embedded SQLite; a postgres:// URL selects PostgreSQL',
+  },
+  { env: 'BASE_URL', key: 'baseUrl', default: '', parse: parseBaseUrl, description: 'public base URL for absolute links (default: from each request)' },
+  { env: 'APP_NAME', key: 'appName', default: 'Nonsense Entry Service', parse: parseAppName, description: 'service name shown to people' },
+  { env: 'REDIS_URL', key: 'redisUrl', default: '', parse: parseRedisUrl, secret: true, description: 'optional Redis for rate limits shared across instances' },
+  { env: 'LOG_LEVEL', key: 'logLevel', default: 'info', parse: parseLogLevel, description: 'fatal, error, warn, info, debug, trace or silent' },
+  { env: 'TRUST_PROXY', key: 'trustProxy', default: 'false', parse: parseTrustProxy, description: 'honour X-Forwarded-For from these proxies' },
+  { env: 'RATE_LIMIT_READ', key: 'rateLimitRead', default: '600/1m', parse: parseRateLimit, description: 'per-address limit on public GETs' },
+  { env: 'RATE_LIMIT_IMAGE', key: 'rateLimitImage', default: '60/1m', parse: parseRateLimit, description: 'per-address limit on share images' },
+  { env: 'RATE_LIMIT_REPORT', key: 'rateLimitReport', default: '10/10m', parse: parseRateLimit, description: 'per-address limit on reports' },
+  { env: 'DEMO_DATA', key: 'demoData', default: 'auto', parse: parseSwitch, description: 'load demo data into an empty embedded database on start (auto or off)' },
+] as const satisfies readonly Option<keyof Config>[];
+
+/**
+ * loadConfig reads and validates every option from `env`. It throws a ConfigError naming each
+ * variable that is wrong, with what was expected.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const option of OPTIONS) {
+    const raw = env[option.env] ?? option.default;
+    try {
+      values[option.key] = option.parse(raw);
+    } catch (error) {
+      problems.push(`${option.env} ${(error as Error).message}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(values) as unknown as Config;
+}
+
+/** describeConfig lists the effective settings for logs, with secrets redacted. */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const shown: Record<string, unknown> = {};
+  for (const option of OPTIONS) {
+    const value = config[option.key];
+    shown[option.env] = 'secret' in option && option.secret ? redact(value) : value;
+  }
+  return shown;
+}
+
+function redact(value: unknown): unknown {
+  if (value && typeof value === 'object' && 'url' in value) {
+    const url = new URL(String((value as { url: string }).url));
+    if (url.password) url.password = '***';
+    return { ...value, url: url.href };
+  }
+  if (typeof value === 'string' && /^\w+:\/\//.test(value)) {
+    const url = new URL(value);
+    if (url.password) url.password = '***';
+    return url.href;
+  }
+  return value;
+}

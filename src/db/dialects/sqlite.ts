@@ -1,0 +1,34 @@
+/**
+ * The embedded engine: SQLite through better-sqlite3, in WAL mode so readers never wait for the
+ * single writer and a killed process loses no committed transaction.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { SqliteDialect } from 'kysely';
+import type { EngineQuirks } from './quirks.ts';
+
+export interface SqliteHandle {
+  dialect: SqliteDialect;
+  raw: SQLite.Database;
+}
+
+/** openSqlite opens (creating if needed) the database file and applies the connection settings. */
+export function openSqlite(file: string): SqliteHandle {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
+  const raw = new SQLite(file);
+  raw.pragma('journal_mode = WAL');
+  // NORMAL is durable against process crashes in WAL mode; only an OS crash may lose the last commits.
+  raw.pragma('synchronous = NORMAL');
+  raw.pragma('foreign_keys = ON');
+  // Another process (e.g. `nonsense import` beside a running server) may hold the write lock briefly.
+  raw.pragma('busy_timeout = 5000');
+  return { dialect: new SqliteDialect({ database: raw }), raw };
+}
+
+export const sqliteQuirks: EngineQuirks = {
+  engine: 'sqlite',
+  binaryType: 'blob',
+  // INTEGER PRIMARY KEY is SQLite's rowid: assigned automatically, the fastest key there is.
+  autoIncrementKey: (col) => col.primaryKey(),
+};

@@ -1,0 +1,15 @@
+/**
+ * The append-only list of schema migrations. Never edit or reorder a released migration: add a new
+ * file and list it here. Kysely's Migrator records what ran in `kysely_migration` and runs each
+ * pending migration in a transaction.
+ */
+import type { Migration, MigrationProvider } from 'kysely';
+import * as m0001 from './0001-initial.ts';
+
+export const MIGRATIONS: Record<string, Migration> = {
+  '0001-initial': m0001,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => MIGRATIONS,
+};

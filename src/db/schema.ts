@@ -1,0 +1,53 @@
+/**
+ * The database schema as Kysely sees it. Both engines store the same tables; engine differences live in
+ * `dialects/<engine>.ts`.
+ */
+import type { Generated } from 'kysely';
+
+export type EntryState = 'visible' | 'hidden';
+
+export interface EntryTable {
+  /** Surrogate key: dense enough for cheap random picks and stable paging. */
+  id: Generated<number>;
+  uuid: string;
+  /** Raw text, trimmed, with its variables unreplaced. */
+  text: string;
+  /** Duplicate-detection key: the text trimmed, NFC-normalised and lower-cased. */
+  text_key: string;
+  /** Unix seconds when the entry was added (the API's `timestamp`). */
+  created_at: number;
+  state: EntryState;
+  /** Unix milliseconds of the last change. */
+  updated_at: number;
+}
+
+export interface VariableTable {
+  /** The token as written in texts, e.g. `$ANIMAL$` or `${animal}`. */
+  name: string;
+  description: string;
+  /** JSON array of strings (non-empty). */
+  values_json: string;
+  updated_at: number;
+}
+
+export interface EmojiTable {
+  /** The name between colons, e.g. `blobcat` for `:blobcat:`. */
+  name: string;
+  content_type: string;
+  image: Uint8Array;
+  /** Hex SHA-256 of the image bytes; used as the image's ETag. */
+  sha256: string;
+  updated_at: number;
+}
+
+export interface MetaTable {
+  key: string;
+  value: number;
+}
+
+export interface DB {
+  entries: EntryTable;
+  variables: VariableTable;
+  emojis: EmojiTable;
+  meta: MetaTable;
+}

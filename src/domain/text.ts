@@ -1,0 +1,47 @@
+/**
+ * Rules for an entry's raw text (contract section 1): 1 to 2,000 characters after trimming, line
+ * breaks allowed, no other control characters. Characters are Unicode code points.
+ */
+export const MAX_TEXT_LENGTH = 2000;
+
+// C0 and C1 controls other than \n and \r, plus DEL.
+const FORBIDDEN_CONTROL = /[\u0000-\u0009\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
+
+export type TextCheck = { ok: true; text: string } | { ok: false; reason: string };
+
+/** checkEntryText trims `raw` and tells whether it is an acceptable entry text. */
+export function checkEntryText(raw: string): TextCheck {
+  const text = raw.trim();
+  if (text.length === 0) return { ok: false, reason: 'the text is empty' };
+  const length = codePointLength(text);
+  if (length > MAX_TEXT_LENGTH) {
+    return { ok: false, reason: `the text has ${length} characters; at most ${MAX_TEXT_LENGTH} are allowed` };
+  }
+  const bad = FORBIDDEN_CONTROL.exec(text);
+  if (bad) {
+    const code = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+    return { ok: false, reason: `the text contains the control character U+${code}; only line breaks are allowed` };
+  }
+  if (!text.isWellFormed()) return { ok: false, reason: 'the text contains an unpaired surrogate' };
+  return { ok: true, text };
+}
+
+/** textKey is the form two texts are compared in to find duplicates. */
+export function textKey(text: string): string {
+  return text.trim().normalize('NFC').toLowerCase();
+}
+
+/** isMultiline tells whether a raw text spans more than one line. */
+export function isMultiline(text: string): boolean {
+  return text.includes('\n') || text.includes('\r');
+}
+
+function codePointLength(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) i++;
+    count++;
+  }
+  return count;
+}

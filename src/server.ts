@@ -1,0 +1,70 @@
+/**
+ * Running the service: open the database, bring the schema up to date (embedded engine) or refuse an
+ * outdated one, load the demo data into an empty embedded database, listen, and shut down gracefully.
+ */
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import { describeConfig, type Config } from './config.ts';
+import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/database.ts';
+import { loadDemo } from './demo/load-demo.ts';
+import { createStorage } from './storage/index.ts';
+
+/** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** prepareDatabase opens the database and makes its schema current, as `serve` needs it. */
+export async function prepareDatabase(config: Config): Promise<{ database: Database; migrated: string[] }> {
+  const database = await openDatabase(config.database);
+  try {
+    // The embedded default is self-managing; a shared server is migrated explicitly (`nonsense migrate`),
+    // so that several instances never race to change its schema.
+    const migrated = database.quirks.engine === 'sqlite' ? await migrate(database) : [];
+    await assertSchemaCurrent(database);
+    return { database, migrated };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}
+
+/** startServer serves the API until SIGTERM or SIGINT. */
+export async function startServer(config: Config): Promise<FastifyInstance> {
+  const { database, migrated } = await prepareDatabase(config);
+  const storage = createStorage(database);
+  const app = await buildApp({ config, storage });
+  app.log.info({ config: describeConfig(config) }, 'configuration');
+  if (migrated.length > 0) app.log.info({ migrated }, 'database schema migrated');
+
+  if (config.demoData && database.quirks.engine === 'sqlite' && (await storage.entries.countAll()) === 0) {
+    const demo = await loadDemo(storage);
+    app.log.info(demo, 'empty database: demo data loaded');
+  }
+
+  app.addHook('onClose', async () => {
+    await database.close();
+  });
+
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      app.log.error('in-flight requests did not finish in time; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS);
+    force.unref();
+    app.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        app.log.error({ err: error }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+
+  await app.listen({ port: config.port, host: config.host });
+  return app;
+}

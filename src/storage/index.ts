@@ -1,0 +1,34 @@
+/**
+ * The storage layer: one store per resource, sharing one revision-keyed cache. It knows nothing of
+ * HTTP; the routes and the command line both use it.
+ */
+import type { Database } from '../db/database.ts';
+import { EmojiStore } from './emojis.ts';
+import { EntryStore } from './entries.ts';
+import { readRevision, RevisionCache } from './revision.ts';
+import { VariableStore } from './variables.ts';
+
+export interface Storage {
+  readonly database: Database;
+  readonly cache: RevisionCache;
+  readonly entries: EntryStore;
+  readonly variables: VariableStore;
+  readonly emojis: EmojiStore;
+}
+
+export interface StorageOptions {
+  /** How stale the revision may get before it is read again, i.e. how soon other processes' changes show. */
+  revisionMaxAgeMs?: number;
+}
+
+/** createStorage builds the stores over an open, migrated database. */
+export function createStorage(database: Database, options: StorageOptions = {}): Storage {
+  const cache = new RevisionCache(() => readRevision(database.db), options.revisionMaxAgeMs ?? 1000);
+  return {
+    database,
+    cache,
+    entries: new EntryStore(database.db, cache),
+    variables: new VariableStore(database.db, cache),
+    emojis: new EmojiStore(database.db, cache),
+  };
+}
