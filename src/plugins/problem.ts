@@ -88,7 +88,7 @@ export default fp(
 
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?', 1)[0]!;
-      const allowed = ALLOW_CANDIDATES.filter((method) => method !== request.method && app.hasRoute({ method, url: path }));
+      const allowed = ALLOW_CANDIDATES.filter((method) => method !== request.method && app.findRoute({ method, url: path }) !== null);
       if (allowed.length > 0) {
         reply.header('allow', [...allowed, 'OPTIONS'].join(', '));
         return sendProblem(reply, 405, `${request.method} is not allowed on ${truncate(path)}; allowed: ${allowed.join(', ')}.`);

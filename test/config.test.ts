@@ -1,0 +1,78 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, describeConfig, loadConfig, parseRateLimit } from '../src/config.ts';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      database: { engine: 'sqlite', file: path.resolve('data/nonsense.db') },
+      baseUrl: null,
+      appName: 'Nonsense Entry Service',
+      redisUrl: null,
+      logLevel: 'info',
+      trustProxy: false,
+      rateLimitRead: { max: 600, windowMs: 60_000 },
+      rateLimitImage: { max: 60, windowMs: 60_000 },
+      rateLimitReport: { max: 10, windowMs: 600_000 },
+      demoData: true,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('names the variable that is wrong', () => {
+    expect(problemsOf({ PORT: 'abc' })).toEqual([expect.stringMatching(/^PORT .*"abc"/)]);
+    expect(problemsOf({ PORT: '70000' })[0]).toMatch(/^PORT/);
+  });
+
+  it('reports every bad variable at once', () => {
+    const problems = problemsOf({ PORT: '-1', LOG_LEVEL: 'loud', BASE_URL: 'ftp://x', RATE_LIMIT_READ: 'lots', TRUST_PROXY: 'maybe?' });
+    expect(problems.map((p) => p.split(' ')[0])).toEqual(['PORT', 'BASE_URL', 'LOG_LEVEL', 'TRUST_PROXY', 'RATE_LIMIT_READ']);
+  });
+
+  it('selects the engine from DATABASE_URL', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:p@localhost/db' }).database).toEqual({ engine: 'postgres', url: 'postgres://u:p@localhost/db' });
+    expect(loadConfig({ DATABASE_URL: 'postgresql://localhost/db' }).database.engine).toBe('postgres');
+    expect(loadConfig({ DATABASE_URL: '/tmp/x.db' }).database).toEqual({ engine: 'sqlite', file: '/tmp/x.db' });
+    expect(problemsOf({ DATABASE_URL: 'mysql://localhost/db' })[0]).toMatch(/^DATABASE_URL/);
+  });
+
+  it('normalises BASE_URL and TRUST_PROXY', () => {
+    expect(loadConfig({ BASE_URL: 'https://nonsense.example.org/' }).baseUrl).toBe('https://nonsense.example.org');
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '127.0.0.1, 10.0.0.0/8' }).trustProxy).toEqual(['127.0.0.1', '10.0.0.0/8']);
+  });
+
+  it('redacts secrets when describing the configuration', () => {
+    const shown = describeConfig(loadConfig({ DATABASE_URL: 'postgres://u:hunter2@db/x', REDIS_URL: 'redis://:hunter2@cache:6379' }));
+    expect(JSON.stringify(shown)).not.toContain('hunter2');
+    expect(shown.PORT).toBe(8080);
+  });
+});
+
+describe('parseRateLimit', () => {
+  it('reads N/window and off', () => {
+    expect(parseRateLimit('600/1m')).toEqual({ max: 600, windowMs: 60_000 });
+    expect(parseRateLimit('10/10m')).toEqual({ max: 10, windowMs: 600_000 });
+    expect(parseRateLimit('5/s')).toEqual({ max: 5, windowMs: 1000 });
+    expect(parseRateLimit('100/2h')).toEqual({ max: 100, windowMs: 7_200_000 });
+    expect(parseRateLimit('OFF')).toBeNull();
+  });
+
+  it('rejects anything else', () => {
+    for (const bad of ['', '10', '0/1m', '10/0m', '10/1d', '1.5/1m', 'ten/1m']) expect(() => parseRateLimit(bad)).toThrow();
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * Test helpers: every test file gets its own database file in a fresh temporary folder, and the same
+ * app the server runs, with the same options.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app.ts';
+import { loadConfig, type Config } from '../src/config.ts';
+import { migrate, openDatabase, type Database } from '../src/db/database.ts';
+import { loadDemo } from '../src/demo/load-demo.ts';
+import { bumpRevision } from '../src/storage/revision.ts';
+import { createStorage, type Storage, type StorageOptions } from '../src/storage/index.ts';
+import type { NewEntry } from '../src/storage/entries.ts';
+
+export interface TestContext {
+  app: FastifyInstance;
+  storage: Storage;
+  database: Database;
+  config: Config;
+  dir: string;
+  close(): Promise<void>;
+}
+
+export interface TestOptions extends StorageOptions {
+  env?: Record<string, string>;
+  demo?: boolean;
+  entries?: NewEntry[];
+  variables?: { name: string; description: string; values: string[] }[];
+}
+
+/** tempDir makes a fresh folder that the test removes with `fs.rmSync` (close() does it for contexts). */
+export function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-test-'));
+}
+
+/** createTestApp builds the app over a new, migrated SQLite database. */
+export async function createTestApp(options: TestOptions = {}): Promise<TestContext> {
+  const dir = tempDir();
+  const config = loadConfig({ DATABASE_URL: path.join(dir, 'test.db'), LOG_LEVEL: 'silent', ...options.env });
+  const database = await openDatabase(config.database);
+  await migrate(database);
+  const storage = createStorage(database, options);
+  if (options.demo) await loadDemo(storage);
+  if (options.variables) await storage.variables.insertMissing(options.variables);
+  if (options.entries) await storage.entries.insertEntries(options.entries);
+  const app = await buildApp({ config, storage, logger: false });
+  await app.ready();
+  return {
+    app,
+    storage,
+    database,
+    config,
+    dir,
+    close: async () => {
+      await app.close();
+      await database.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** setState hides or shows an entry the way the moderation code does: state change plus revision bump. */
+export async function setState(storage: Storage, uuid: string, state: 'visible' | 'hidden'): Promise<void> {
+  await storage.database.db.transaction().execute(async (trx) => {
+    await trx.updateTable('entries').set({ state, updated_at: Date.now() }).where('uuid', '=', uuid).execute();
+    await bumpRevision(trx);
+  });
+  storage.cache.invalidate();
+}
+
+let counter = 0;
+/** entry makes a NewEntry with a predictable uuid. */
+export function entry(text: string, timestamp = 1_700_000_000 + counter, uuid?: string): NewEntry {
+  counter++;
+  const id = uuid ?? `00000000-0000-4000-8000-${String(counter).padStart(12, '0')}`;
+  return { uuid: id, text, timestamp };
+}

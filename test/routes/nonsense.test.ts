@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+
+const plain = entry('A plain entry about socks.', 1_700_000_100, 'aaaaaaaa-0000-4000-8000-000000000001');
+const withServer = entry('The $ANIMAL$ ate the $ANIMAL$.', 1_700_000_200, 'aaaaaaaa-0000-4000-8000-000000000002');
+const withClient = entry('$AUTHOR$ wins a $NOTAVAR$.', 1_700_000_300, 'aaaaaaaa-0000-4000-8000-000000000003');
+const hidden = entry('Hidden for a reason.', 1_700_000_400, 'aaaaaaaa-0000-4000-8000-000000000004');
+
+describe('entry endpoints', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({
+      variables: [{ name: '$ANIMAL$', description: 'An animal.', values: ['cat', 'goose'] }],
+      entries: [plain, withServer, withClient, hidden],
+    });
+    await setState(t.storage, hidden.uuid, 'hidden');
+  });
+  afterAll(() => t.close());
+
+  describe('GET /api/v1/nonsense/random', () => {
+    it('returns a visible entry with the contract fields and no-store', async () => {
+      const res = await t.app.inject('/api/v1/nonsense/random');
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(res.headers['cache-control']).toBe('no-store');
+      const body = res.json();
+      expect(Object.keys(body).sort()).toEqual(
+        body.original_nonsense === undefined ? ['nonsense', 'timestamp', 'uuid'] : ['nonsense', 'original_nonsense', 'timestamp', 'uuid'],
+      );
+      expect([plain.uuid, withServer.uuid, withClient.uuid]).toContain(body.uuid);
+    });
+
+    it('is uniform over visible entries and never returns a hidden one', async () => {
+      const seen = new Map<string, number>();
+      for (let i = 0; i < 600; i++) {
+        const { uuid } = (await t.app.inject('/api/v1/nonsense/random')).json();
+        seen.set(uuid, (seen.get(uuid) ?? 0) + 1);
+      }
+      expect([...seen.keys()].sort()).toEqual([plain.uuid, withServer.uuid, withClient.uuid]);
+      // Expected 200 each; 120..280 is beyond 6 standard deviations.
+      for (const count of seen.values()) expect(count).toBeGreaterThan(120);
+    });
+  });
+
+  describe('GET /api/v1/nonsense/:uuid', () => {
+    it('returns a plain entry without original_nonsense', async () => {
+      const res = await t.app.inject(`/api/v1/nonsense/${plain.uuid}`);
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({ uuid: plain.uuid, nonsense: plain.text, timestamp: plain.timestamp });
+      expect('original_nonsense' in res.json()).toBe(false);
+    });
+
+    it('substitutes server variables and keeps the raw text', async () => {
+      const body = (await t.app.inject(`/api/v1/nonsense/${withServer.uuid}`)).json();
+      expect(body.original_nonsense).toBe(withServer.text);
+      expect(body.nonsense).toMatch(/^The (cat|goose) ate the (cat|goose)\.$/);
+    });
+
+    it('keeps client variables and unknown tokens literally, with original_nonsense', async () => {
+      const body = (await t.app.inject(`/api/v1/nonsense/${withClient.uuid}`)).json();
+      expect(body).toEqual({ uuid: withClient.uuid, nonsense: withClient.text, original_nonsense: withClient.text, timestamp: withClient.timestamp });
+    });
+
+    it('accepts an upper-case UUID and answers in lower case', async () => {
+      const res = await t.app.inject(`/api/v1/nonsense/${plain.uuid.toUpperCase()}`);
+      expect(res.statusCode).toBe(200);
+      expect(res.json().uuid).toBe(plain.uuid);
+    });
+
+    it.each(['xyz', 'aaaaaaaa-0000-4000-8000-00000000000', 'aaaaaaaa-0000-4000-8000-00000000000g', '%F0%9F%A6%86', "1'%20OR%20'1'='1"])(
+      'answers 400 problem+json for the malformed UUID %s',
+      async (bad) => {
+        const res = await t.app.inject(`/api/v1/nonsense/${bad}`);
+        expect(res.statusCode).toBe(400);
+        expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+        expect(res.json()).toMatchObject({ type: 'about:blank', title: 'Bad Request', status: 400, detail: expect.stringContaining('not a UUID') });
+      },
+    );
+
+    it('answers 404 for unknown and hidden entries', async () => {
+      for (const uuid of ['bbbbbbbb-0000-4000-8000-000000000001', hidden.uuid]) {
+        const res = await t.app.inject(`/api/v1/nonsense/${uuid}`);
+        expect(res.statusCode).toBe(404);
+        expect(res.json().detail).toContain(uuid);
+      }
+    });
+
+    it('answers 404 saying PNG only for other image extensions', async () => {
+      for (const ext of ['jpg', 'webp', 'svg']) {
+        const res = await t.app.inject(`/api/v1/nonsense/${plain.uuid}.${ext}`);
+        expect(res.statusCode).toBe(404);
+        expect(res.json().detail).toMatch(/PNG only/);
+      }
+      expect((await t.app.inject('/api/v1/nonsense/nope.jpg')).statusCode).toBe(400);
+    });
+
+    it('supports ETag and If-None-Match', async () => {
+      const first = await t.app.inject(`/api/v1/nonsense/${plain.uuid}`);
+      const etag = first.headers.etag as string;
+      expect(etag).toMatch(/^W\/"r\d+"$/);
+      const second = await t.app.inject({ url: `/api/v1/nonsense/${plain.uuid}`, headers: { 'if-none-match': etag } });
+      expect(second.statusCode).toBe(304);
+      expect(second.body).toBe('');
+      const other = await t.app.inject({ url: `/api/v1/nonsense/${plain.uuid}`, headers: { 'if-none-match': 'W/"r999999"' } });
+      expect(other.statusCode).toBe(200);
+    });
+  });
+
+  describe('GET /api/v1/nonsense/status', () => {
+    it('counts visible entries and names the latest', async () => {
+      const res = await t.app.inject('/api/v1/nonsense/status');
+      expect(res.statusCode).toBe(200);
+      const body = res.json();
+      expect(body).toEqual({ count: 3, latest_timestamp: withClient.timestamp, latest_uuid: withClient.uuid, revision: expect.any(Number) });
+    });
+
+    it('grows the revision with every change and revalidates with ETag', async () => {
+      const before = await t.app.inject('/api/v1/nonsense/status');
+      const etag = before.headers.etag as string;
+      expect((await t.app.inject({ url: '/api/v1/nonsense/status', headers: { 'if-none-match': etag } })).statusCode).toBe(304);
+      await setState(t.storage, plain.uuid, 'hidden');
+      const after = await t.app.inject({ url: '/api/v1/nonsense/status', headers: { 'if-none-match': etag } });
+      expect(after.statusCode).toBe(200);
+      expect(after.json().revision).toBeGreaterThan(before.json().revision);
+      expect(after.json().count).toBe(2);
+      expect((await t.app.inject(`/api/v1/nonsense/${plain.uuid}`)).statusCode).toBe(404);
+      await setState(t.storage, plain.uuid, 'visible');
+      expect((await t.app.inject(`/api/v1/nonsense/${plain.uuid}`)).statusCode).toBe(200);
+    });
+  });
+});
+
+describe('an empty database', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('has a status with nulls and a random 404', async () => {
+    expect((await t.app.inject('/api/v1/nonsense/status')).json()).toEqual({ count: 0, latest_timestamp: null, latest_uuid: null, revision: 0 });
+    const random = await t.app.inject('/api/v1/nonsense/random');
+    expect(random.statusCode).toBe(404);
+    expect(random.json().detail).toMatch(/no entries/);
+  });
+
+  it('lists only the client variables and no emojis', async () => {
+    expect((await t.app.inject('/api/v1/emojis')).json()).toEqual([]);
+    const names = (await t.app.inject('/api/v1/variables')).json().map((v: { name: string }) => v.name);
+    expect(names).toEqual(['$AUTHOR$', '$CHANNEL$', '$SERVER$', '${app_name}']);
+  });
+});
