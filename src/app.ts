@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import docs from './plugins/docs.ts';
 import problem, { problemBody, PROBLEM_CONTENT_TYPE } from './plugins/problem.ts';
@@ -39,6 +39,9 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
     // Fastify takes a hop count too, though its types omit it.
     trustProxy: config.trustProxy as boolean | string[],
     genReqId: requestId,
+    // No child logger per request (it costs about a tenth of a trivial request's time); the few log
+    // lines about a request carry its id explicitly.
+    childLoggerFactory: (logger) => logger,
     // One access line per request (onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 64 * 1024,
@@ -58,15 +61,21 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
   app.decorate('config', config);
   app.decorate('storage', storage);
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks: cheaper than async ones on the hot path.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
-      'request',
-    );
-  });
+  const log = app.log as FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean };
+  if (log.isLevelEnabled?.('info')) {
+    app.addHook('onResponse', (request, reply, done) => {
+      app.log.info(
+        { reqId: request.id, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+        'request',
+      );
+      done();
+    });
+  }
 
   await app.register(problem);
   await app.register(cors, {

@@ -78,7 +78,7 @@ export default fp(
       if (status >= 400 && status < 500) {
         return sendProblem(reply, status, error.message || STATUS_CODES[status] || 'The request was not accepted.');
       }
-      request.log.error({ err: error }, 'request failed');
+      request.log.error({ reqId: request.id, method: request.method, url: request.url, err: error }, 'request failed');
       return sendProblem(
         reply,
         status >= 500 && status < 600 ? status : 500,

@@ -28,7 +28,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
           return sendProblem(reply, 503, `The database schema is outdated (${pending.length} migration(s) pending); run \`nonsense migrate\`.`);
         }
       } catch (error) {
-        request.log.warn({ err: error }, 'readiness check failed');
+        request.log.warn({ reqId: request.id, err: error }, 'readiness check failed');
         return sendProblem(reply, 503, 'The database does not answer.');
       }
       return { status: 'ok' as const };

@@ -22,8 +22,8 @@ export type Entry = Static<typeof Entry>;
 export const Status = Type.Object(
   {
     count: Type.Integer({ description: 'Number of visible entries.' }),
-    latest_timestamp: Type.Union([Type.Integer(), Type.Null()], { description: 'Timestamp of the latest entry.' }),
-    latest_uuid: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'UUID of the latest entry.' }),
+    latest_timestamp: Type.Unsafe<number | null>({ type: ['integer', 'null'], description: 'Timestamp of the latest entry.' }),
+    latest_uuid: Type.Unsafe<string | null>({ type: ['string', 'null'], format: 'uuid', description: 'UUID of the latest entry.' }),
     revision: Type.Integer({ description: 'Grows with every change to entries, variables or emojis.' }),
   },
   { title: 'Status' },

@@ -3,6 +3,7 @@
  * the demo data and imports. Only visible entries ever leave this module through the read methods.
  */
 import type { Kysely } from 'kysely';
+import { prepareQuery } from '../db/prepared.ts';
 import type { DB } from '../db/schema.ts';
 import { textKey } from '../domain/text.ts';
 import { bumpRevision, type RevisionCache } from './revision.ts';
@@ -36,21 +37,27 @@ export interface InsertResult {
 
 const RANDOM_ATTEMPTS = 4;
 
+function toRecord(row: { uuid: string; text: string; created_at: number }): EntryRecord {
+  return { uuid: row.uuid, text: row.text, timestamp: Number(row.created_at) };
+}
+
 export class EntryStore {
+  private readonly visibleByUuid;
+  private readonly visibleById;
+
   constructor(
     private readonly db: Kysely<DB>,
     private readonly cache: RevisionCache,
-  ) {}
+  ) {
+    const visible = (db: Kysely<DB>) => db.selectFrom('entries').select(['uuid', 'text', 'created_at']).where('state', '=', 'visible');
+    this.visibleByUuid = prepareQuery(db, 1, (db, uuid: string) => visible(db).where('uuid', '=', uuid));
+    this.visibleById = prepareQuery(db, 1, (db, id: number) => visible(db).where('id', '=', id));
+  }
 
   /** findVisible returns the visible entry with this (lower-case) uuid, or null. */
   async findVisible(uuid: string): Promise<EntryRecord | null> {
-    const row = await this.db
-      .selectFrom('entries')
-      .select(['uuid', 'text', 'created_at'])
-      .where('uuid', '=', uuid)
-      .where('state', '=', 'visible')
-      .executeTakeFirst();
-    return row ? { uuid: row.uuid, text: row.text, timestamp: Number(row.created_at) } : null;
+    const [row] = await this.visibleByUuid(this.db, uuid);
+    return row ? toRecord(row) : null;
   }
 
   /**
@@ -62,13 +69,8 @@ export class EntryStore {
     for (let attempt = 0; attempt < RANDOM_ATTEMPTS; attempt++) {
       const ids = await this.cache.get('visible-ids', () => this.visibleIds());
       if (ids.length === 0) return null;
-      const row = await this.db
-        .selectFrom('entries')
-        .select(['uuid', 'text', 'created_at'])
-        .where('id', '=', ids[pick(ids.length)]!)
-        .where('state', '=', 'visible')
-        .executeTakeFirst();
-      if (row) return { uuid: row.uuid, text: row.text, timestamp: Number(row.created_at) };
+      const [row] = await this.visibleById(this.db, ids[pick(ids.length)]!);
+      if (row) return toRecord(row);
       this.cache.invalidate();
     }
     return null;

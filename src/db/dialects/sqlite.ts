@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { SqliteDialect } from 'kysely';
+import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import type { EngineQuirks } from './quirks.ts';
 
 export interface SqliteHandle {
@@ -23,7 +23,31 @@ export function openSqlite(file: string): SqliteHandle {
   raw.pragma('foreign_keys = ON');
   // Another process (e.g. `nonsense import` beside a running server) may hold the write lock briefly.
   raw.pragma('busy_timeout = 5000');
-  return { dialect: new SqliteDialect({ database: raw }), raw };
+  raw.pragma('mmap_size = 268435456');
+  return { dialect: new SqliteDialect({ database: withStatementCache(raw) }), raw };
+}
+
+const STATEMENT_CACHE_SIZE = 200;
+
+/**
+ * Kysely prepares every query anew, and preparing costs several times more than running a point
+ * lookup. This wrapper keeps the most recent statements by SQL text. A statement that is busy (a
+ * streaming iteration still open) is never handed out twice: its caller gets a fresh one.
+ */
+function withStatementCache(raw: SQLite.Database): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => raw.close(),
+    prepare: (sql: string) => {
+      let statement = cache.get(sql);
+      if (statement === undefined || statement.busy) {
+        statement = raw.prepare(sql);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+        if (!cache.has(sql)) cache.set(sql, statement);
+      }
+      return statement as unknown as SqliteStatement;
+    },
+  };
 }
 
 export const sqliteQuirks: EngineQuirks = {

@@ -1,0 +1,15 @@
+const { buildApp } = await import('../src/app.ts');
+const { loadConfig } = await import('../src/config.ts');
+const { openDatabase } = await import('../src/db/database.ts');
+const { createStorage } = await import('../src/storage/index.ts');
+const config = loadConfig({ DATABASE_URL: '/tmp/prof2/p.db', LOG_LEVEL: 'warn' });
+const app = await buildApp({ config, storage: createStorage(await openDatabase(config.database)) });
+const url = process.argv[2]!;
+for (let i = 0; i < 3000; i++) await app.inject(url);
+const inspector = await import('node:inspector/promises');
+const s = new inspector.Session(); s.connect();
+await s.post('Profiler.enable'); await s.post('Profiler.start');
+for (let i = 0; i < 20000; i++) await app.inject(url);
+const { profile } = await s.post('Profiler.stop');
+(await import('node:fs')).writeFileSync('/tmp/prof5/x.cpuprofile', JSON.stringify(profile));
+process.exit(0);

@@ -1,0 +1,90 @@
+import { execFile, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helper.ts';
+
+const run = promisify(execFile);
+const BIN = path.resolve('bin/nonsense.js');
+// Vite sets BASE_URL for its own use; the service must not inherit it.
+const { BASE_URL: _viteBase, ...parentEnv } = process.env;
+
+/** nonsense runs the command line and returns its exit code and output, never throwing. */
+async function nonsense(args: string[], env: Record<string, string>) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...parentEnv, LOG_LEVEL: 'warn', ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('nonsense command line', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  beforeAll(() => {
+    dir = tempDir();
+    env = { DATABASE_URL: path.join(dir, 'cli.db') };
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('stops on a bad setting with a message naming it', async () => {
+    const result = await nonsense(['serve'], { ...env, PORT: 'abc', RATE_LIMIT_READ: 'many' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/PORT must be an integer/);
+    expect(result.stderr).toMatch(/RATE_LIMIT_READ/);
+  });
+
+  it('migrates, then reports the schema up to date', async () => {
+    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 1 migration\(s\): 0001-initial/);
+    expect((await nonsense(['migrate'], env)).stdout).toMatch(/up to date/);
+  });
+
+  it('loads the demo data once', async () => {
+    const first = await nonsense(['demo'], env);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/Demo data: \d{3} entries added \(0 already present\), 5 variables and 5 emojis added/);
+    expect((await nonsense(['demo'], env)).stdout).toMatch(/Demo data: 0 entries added \(\d{3} already present\), 0 variables and 0 emojis/);
+  });
+
+  it('serves a new database with demo data and stops cleanly on SIGTERM', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [BIN, 'serve'], {
+      env: { ...parentEnv, DATABASE_URL: path.join(dir, 'serve', 'fresh.db'), PORT: String(port), LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      let status: { count: number } | null = null;
+      for (let i = 0; i < 100 && status === null; i++) {
+        try {
+          status = (await (await fetch(`http://127.0.0.1:${port}/api/v1/nonsense/status`)).json()) as { count: number };
+        } catch {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+      expect(status?.count).toBeGreaterThanOrEqual(300);
+      const random = (await (await fetch(`http://127.0.0.1:${port}/api/v1/nonsense/random`)).json()) as { nonsense: unknown };
+      expect(typeof random.nonsense).toBe('string');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(output).toContain('demo data loaded');
+    expect(output).toContain('shutting down');
+  });
+});

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/database.ts';
+import { DEMO_DIR, loadDemo } from '../../src/demo/load-demo.ts';
+import { isMultiline } from '../../src/domain/text.ts';
+import { CLIENT_VARIABLES, seededPick } from '../../src/domain/variables.ts';
+import { createStorage } from '../../src/storage/index.ts';
+import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+
+describe('demo data', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('meets the contract and loads idempotently', async () => {
+    const first = await loadDemo(t.storage, DEMO_DIR);
+    expect(first.entriesAdded).toBeGreaterThanOrEqual(300);
+    expect(first.variablesAdded).toBeGreaterThanOrEqual(5);
+    expect(first.emojisAdded).toBeGreaterThanOrEqual(5);
+
+    const rows = await t.database.db.selectFrom('entries').select('text').execute();
+    const texts = rows.map((r) => r.text);
+    const serverNames = (await t.storage.variables.list()).map((v) => v.name);
+    const emojiNames = (await t.storage.emojis.list()).map((e) => e.name);
+    const uses = (token: string) => texts.filter((text) => text.includes(token)).length;
+    expect(texts.filter((text) => serverNames.some((n) => text.includes(n))).length).toBeGreaterThanOrEqual(20);
+    expect(texts.filter((text) => CLIENT_VARIABLES.some((v) => text.includes(v.name))).length).toBeGreaterThanOrEqual(5);
+    expect(texts.filter((text) => emojiNames.some((n) => text.includes(`:${n}:`))).length).toBeGreaterThanOrEqual(10);
+    expect(texts.filter(isMultiline).length).toBeGreaterThanOrEqual(10);
+    for (const name of serverNames) expect(uses(name), name).toBeGreaterThan(0);
+
+    const revision = (await t.storage.entries.status()).revision;
+    const second = await loadDemo(t.storage, DEMO_DIR);
+    expect(second).toEqual({ entriesAdded: 0, entriesSkipped: first.entriesAdded, variablesAdded: 0, emojisAdded: 0 });
+    t.storage.cache.invalidate();
+    expect((await t.storage.entries.status()).revision).toBe(revision);
+  });
+});
+
+describe('entry storage', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ revisionMaxAgeMs: 50 });
+  });
+  afterAll(() => t.close());
+
+  it('skips entries whose uuid or text (any case, NFC) already exists', async () => {
+    const a = entry('Café au lait');
+    expect(await t.storage.entries.insertEntries([a])).toEqual({ added: 1, skipped: 0 });
+    expect(await t.storage.entries.insertEntries([{ ...a, text: 'Other' }, entry('  CAFE\u0301 AU LAIT ')])).toEqual({ added: 0, skipped: 2 });
+  });
+
+  it('sees entries added by another process within the revision max age', async () => {
+    const other = await openDatabase(t.config.database);
+    try {
+      const otherStorage = createStorage(other);
+      const before = (await t.storage.entries.status()).count;
+      await otherStorage.entries.insertEntries([entry('Written by another process.')]);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      expect((await t.storage.entries.status()).count).toBe(before + 1);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('never picks a hidden entry, even from a stale cache', async () => {
+    const victim = entry('About to be hidden.');
+    await t.storage.entries.insertEntries([victim]);
+    await t.storage.entries.random(seededPick('warm the cache'));
+    // Hide it behind the cache's back: a second connection, so this process's cache is not told.
+    const other = await openDatabase(t.config.database);
+    await setState(createStorage(other), victim.uuid, 'hidden');
+    await other.close();
+    const pick = seededPick('stale');
+    for (let i = 0; i < 200; i++) expect((await t.storage.entries.random(pick))?.uuid).not.toBe(victim.uuid);
+  });
+
+  it('picks uniformly from a larger set with constant work per pick', async () => {
+    const many = Array.from({ length: 2000 }, (_, i) => entry(`Bulk entry number ${i}`));
+    await t.storage.entries.insertEntries(many);
+    const total = (await t.storage.entries.status()).count;
+    const pick = seededPick('uniform');
+    const hits = new Map<string, number>();
+    const draws = total * 20;
+    for (let i = 0; i < draws; i++) {
+      const uuid = (await t.storage.entries.random(pick))!.uuid;
+      hits.set(uuid, (hits.get(uuid) ?? 0) + 1);
+    }
+    // Chi-square against the uniform distribution; with ~2000 degrees of freedom, 2400 is far in the tail.
+    let chi = 0;
+    for (const count of hits.values()) chi += (count - 20) ** 2 / 20;
+    chi += (total - hits.size) * 20;
+    expect(chi).toBeLessThan(2400);
+  });
+});
