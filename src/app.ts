@@ -10,6 +10,7 @@ import type { Config } from './config.ts';
 import docs from './plugins/docs.ts';
 import problem, { problemBody, PROBLEM_CONTENT_TYPE } from './plugins/problem.ts';
 import catalogRoutes from './routes/api/catalog.ts';
+import exportRoutes from './routes/api/export.ts';
 import nonsenseRoutes from './routes/api/nonsense.ts';
 import healthRoutes from './routes/health.ts';
 import type { Storage } from './storage/index.ts';
@@ -90,6 +91,7 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
     async (api) => {
       await api.register(nonsenseRoutes);
       await api.register(catalogRoutes);
+      await api.register(exportRoutes);
     },
     { prefix: '/api/v1' },
   );

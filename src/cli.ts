@@ -2,10 +2,15 @@
  * The `nonsense` command line. Every command reads the same environment as the server
  * (DATABASE_URL and the rest), through the same configuration module.
  */
-import { Command } from 'commander';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { Command, Option } from 'commander';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate, openDatabase } from './db/database.ts';
 import { loadDemo } from './demo/load-demo.ts';
+import { EXPORT_FORMATS, parseExportParams } from './domain/export-params.ts';
+import { serializeExport } from './formats/export.ts';
+import { ImportError, importFile } from './import/import-file.ts';
 import { prepareDatabase, startServer } from './server.ts';
 import { createStorage } from './storage/index.ts';
 
@@ -53,6 +58,52 @@ program
       await database.close();
     }
   });
+
+program
+  .command('export')
+  .description('write the visible entries to standard output, with the same filters and formats as GET /api/v1/nonsense')
+  .addOption(new Option('--format <format>', 'file format').choices(EXPORT_FORMATS).default('csv'))
+  .option('--q <text>', 'only entries whose text contains this (case-insensitive)')
+  .option('--after <timestamp>', 'only entries with timestamp > this (Unix seconds)')
+  .option('--before <timestamp>', 'only entries with timestamp < this (Unix seconds)')
+  .action(async (options: Record<string, string | undefined>) => {
+    const parsed = parseExportParams(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)));
+    if (!parsed.ok) throw new UsageError(parsed.detail.replace(/parameter "(\w+)"/, 'option --$1'));
+    const { database } = await prepareDatabase(config());
+    try {
+      const storage = createStorage(database);
+      const chunks = serializeExport(parsed.value.format, storage.entryQuery.pages(parsed.value.filter), await storage.variables.values());
+      await pipeline(Readable.from(chunks), process.stdout);
+    } finally {
+      await database.close();
+    }
+  });
+
+program
+  .command('import')
+  .description("add the entries of one of this service's CSV, JSON or TXT exports; all or nothing, and safe to repeat")
+  .argument('<file>', 'the file to import')
+  .addOption(new Option('--format <format>', 'file format (default: from the extension)').choices(EXPORT_FORMATS))
+  .action(async (file: string, options: { format?: 'csv' | 'json' | 'txt' }) => {
+    const { database } = await prepareDatabase(config());
+    const progress = process.stderr.isTTY
+      ? (fraction: number) => process.stderr.write(`\rImporting ${file}: ${(fraction * 100).toFixed(0).padStart(3)}%`)
+      : undefined;
+    try {
+      const result = await importFile(createStorage(database), file, { format: options.format, onProgress: progress });
+      if (progress) process.stderr.write('\r\x1b[K');
+      console.log(`Imported ${file}: ${result.added} added, ${result.skipped} skipped (already present).`);
+    } catch (error) {
+      if (progress) process.stderr.write('\n');
+      if (error instanceof ImportError) throw new UsageError(`${error.message}. Nothing was imported.`);
+      throw error;
+    } finally {
+      await database.close();
+    }
+  });
+
+/** A mistake in what the user asked for: reported as is, with exit code 1. */
+class UsageError extends Error {}
 
 try {
   await program.parseAsync(process.argv);

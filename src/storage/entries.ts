@@ -121,14 +121,14 @@ export class EntryStore {
   /**
    * insertEntries adds entries in one transaction, skipping any whose uuid or text (compared as
    * textKey) already exists, so that running it twice changes nothing. The revision grows once when
-   * anything was added.
+   * anything was added. If reading `entries` throws, the transaction rolls back: nothing is written.
    */
-  async insertEntries(entries: Iterable<NewEntry>): Promise<InsertResult> {
+  async insertEntries(entries: Iterable<NewEntry> | AsyncIterable<NewEntry>): Promise<InsertResult> {
     const result = await this.db.transaction().execute(async (trx) => {
       let added = 0;
       let skipped = 0;
       const now = Date.now();
-      for (const entry of entries) {
+      for await (const entry of entries) {
         const inserted = await trx
           .insertInto('entries')
           .values({

@@ -4,6 +4,7 @@
  */
 import type { Database } from '../db/database.ts';
 import { EmojiStore } from './emojis.ts';
+import { EntryQuery } from './entry-query.ts';
 import { EntryStore } from './entries.ts';
 import { readRevision, RevisionCache } from './revision.ts';
 import { VariableStore } from './variables.ts';
@@ -12,6 +13,7 @@ export interface Storage {
   readonly database: Database;
   readonly cache: RevisionCache;
   readonly entries: EntryStore;
+  readonly entryQuery: EntryQuery;
   readonly variables: VariableStore;
   readonly emojis: EmojiStore;
 }
@@ -28,6 +30,7 @@ export function createStorage(database: Database, options: StorageOptions = {}):
     database,
     cache,
     entries: new EntryStore(database.db, cache),
+    entryQuery: new EntryQuery(database.db, database.quirks),
     variables: new VariableStore(database.db, cache),
     emojis: new EmojiStore(database.db, cache),
   };

@@ -4,6 +4,10 @@ import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { createStorage } from '../../src/storage/index.ts';
 import { tempDir } from '../helper.ts';
 
 const run = promisify(execFile);
@@ -47,7 +51,7 @@ describe('nonsense command line', () => {
   });
 
   it('migrates, then reports the schema up to date', async () => {
-    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 1 migration\(s\): 0001-initial/);
+    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 2 migration\(s\): 0001-initial, 0002-search-index/);
     expect((await nonsense(['migrate'], env)).stdout).toMatch(/up to date/);
   });
 
@@ -56,6 +60,34 @@ describe('nonsense command line', () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/Demo data: \d{3} entries added \(0 already present\), 5 variables and 5 emojis added/);
     expect((await nonsense(['demo'], env)).stdout).toMatch(/Demo data: 0 entries added \(\d{3} already present\), 0 variables and 0 emojis/);
+  });
+
+  it('exports the same bytes as the HTTP export, and imports them elsewhere', async () => {
+    const result = await nonsense(['export', '--format', 'csv', '--q', 'cat', '--after', '1600000000'], env);
+    expect(result.code).toBe(0);
+    const config = loadConfig({ DATABASE_URL: env.DATABASE_URL!, LOG_LEVEL: 'silent' });
+    const database = await openDatabase(config.database);
+    const app = await buildApp({ config, storage: createStorage(database), logger: false });
+    try {
+      const http = (await app.inject('/api/v1/nonsense?format=csv&q=cat&after=1600000000')).body;
+      // Lines with variables differ by their random values; everything else is byte for byte the same.
+      const fixed = (csv: string) => csv.split('\r\n').filter((line) => !line.includes('$'));
+      expect(fixed(result.stdout)).toEqual(fixed(http));
+      expect(result.stdout.split('\r\n').length).toBe(http.split('\r\n').length);
+      expect(http.split('\r\n').length).toBeGreaterThan(3);
+    } finally {
+      await app.close();
+      await database.close();
+    }
+    const all = await nonsense(['export', '--format', 'json'], env);
+    fs.writeFileSync(path.join(dir, 'all.json'), all.stdout);
+    const other = { DATABASE_URL: path.join(dir, 'other.db') };
+    expect((await nonsense(['import', path.join(dir, 'all.json')], other)).stdout).toMatch(/Imported .*all\.json: \d{3} added, 0 skipped/);
+    fs.writeFileSync(path.join(dir, 'bad.csv'), 'nonsense\nfine\n"\u0007"\n');
+    const bad = await nonsense(['import', path.join(dir, 'bad.csv')], other);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/line 3: .*control character.*Nothing was imported/);
+    expect((await nonsense(['export', '--format', 'xml'], env)).stderr).toMatch(/Allowed choices are csv, json, txt/);
   });
 
   it('serves a new database with demo data and stops cleanly on SIGTERM', async () => {

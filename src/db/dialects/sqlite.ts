@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { sql, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import type { EngineQuirks } from './quirks.ts';
 
 export interface SqliteHandle {
@@ -55,4 +55,27 @@ export const sqliteQuirks: EngineQuirks = {
   binaryType: 'blob',
   // INTEGER PRIMARY KEY is SQLite's rowid: assigned automatically, the fastest key there is.
   autoIncrementKey: (col) => col.primaryKey(),
+
+  // An FTS5 table with the trigram tokenizer indexes every three-character run of text_key, so a
+  // substring GLOB of three or more characters is answered from the index instead of a scan.
+  // External content: the text is stored once, in `entries`; triggers keep the index in step.
+  async createSearchIndex(db) {
+    await sql`create virtual table entries_search using fts5(text_key, content='entries', content_rowid='id', tokenize='trigram')`.execute(db);
+    await sql`create trigger entries_search_insert after insert on entries begin
+      insert into entries_search(rowid, text_key) values (new.id, new.text_key); end`.execute(db);
+    await sql`create trigger entries_search_delete after delete on entries begin
+      insert into entries_search(entries_search, rowid, text_key) values ('delete', old.id, old.text_key); end`.execute(db);
+    await sql`create trigger entries_search_update after update of text_key on entries begin
+      insert into entries_search(entries_search, rowid, text_key) values ('delete', old.id, old.text_key);
+      insert into entries_search(rowid, text_key) values (new.id, new.text_key); end`.execute(db);
+    await sql`insert into entries_search(entries_search) values ('rebuild')`.execute(db);
+  },
+
+  containsText(needle) {
+    // GLOB is case-sensitive and has no escape character: its wildcards are matched literally as [*], [?], [[].
+    const pattern = `*${needle.replace(/[*?[]/g, (c) => `[${c}]`)}*`;
+    return [...needle].length >= 3
+      ? sql<boolean>`entries.id in (select rowid from entries_search where text_key glob ${pattern})`
+      : sql<boolean>`entries.text_key glob ${pattern}`;
+  },
 };

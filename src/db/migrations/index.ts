@@ -5,9 +5,11 @@
  */
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from './0001-initial.ts';
+import * as m0002 from './0002-search-index.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': m0001,
+  '0002-search-index': m0002,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,0 +1,96 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { importFile } from '../../src/import/import-file.ts';
+import { createTestApp, type TestContext } from '../helper.ts';
+
+describe('nonsense import', () => {
+  let source: TestContext;
+  let target: TestContext;
+  const exports: Record<string, string> = {};
+
+  beforeAll(async () => {
+    source = await createTestApp({ demo: true });
+    target = await createTestApp();
+    for (const format of ['csv', 'json', 'txt']) {
+      const body = (await source.app.inject(`/api/v1/nonsense?format=${format}`)).body;
+      exports[format] = path.join(source.dir, `export.${format}`);
+      fs.writeFileSync(exports[format]!, body);
+    }
+  });
+  afterAll(async () => {
+    await source.close();
+    await target.close();
+  });
+
+  /** The raw texts, uuids and timestamps of a database, from its JSON export. */
+  async function contents(t: TestContext) {
+    const list = (await t.app.inject('/api/v1/nonsense?format=json')).json() as { uuid: string; nonsense: string; original_nonsense?: string; timestamp: number }[];
+    return list.map((e) => [e.uuid, e.original_nonsense ?? e.nonsense, e.timestamp]);
+  }
+
+  it('restores a CSV export exactly into an empty database, and is idempotent', async () => {
+    const first = await importFile(target.storage, exports.csv!);
+    expect(first.added).toBeGreaterThanOrEqual(300);
+    expect(first.skipped).toBe(0);
+    expect(await contents(target)).toEqual(await contents(source));
+    const revision = (await target.app.inject('/api/v1/nonsense/status')).json().revision;
+    expect(await importFile(target.storage, exports.csv!)).toEqual({ added: 0, skipped: first.added });
+    target.storage.cache.invalidate();
+    expect((await target.app.inject('/api/v1/nonsense/status')).json().revision).toBe(revision);
+  });
+
+  it('reads the JSON export as the same entries', async () => {
+    const fresh = await createTestApp();
+    try {
+      await importFile(fresh.storage, exports.json!);
+      expect(await contents(fresh)).toEqual(await contents(source));
+      // Exporting again gives the same CSV bytes apart from random variable values.
+      const strip = (csv: string) => csv.split('\r\n').filter((line) => !line.includes('$')).join('\n');
+      const again = (await fresh.app.inject('/api/v1/nonsense')).body;
+      expect(strip(again)).toBe(strip(fs.readFileSync(exports.csv!, 'utf8')));
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('reads TXT as one new entry per non-empty line, skipping texts that exist', async () => {
+    const fresh = await createTestApp();
+    try {
+      const file = path.join(fresh.dir, 'lines.txt');
+      fs.writeFileSync(file, 'First line\r\n\r\nsecond LINE\nFIRST LINE\n');
+      expect(await importFile(fresh.storage, file, { now: 1_750_000_000 })).toEqual({ added: 2, skipped: 1 });
+      const list = (await fresh.app.inject('/api/v1/nonsense?format=json')).json();
+      expect(list.map((e: { nonsense: string }) => e.nonsense).sort()).toEqual(['First line', 'second LINE']);
+      expect(list[0].timestamp).toBe(1_750_000_000);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it.each([
+    ['bad.csv', 'uuid,nonsense,original_nonsense,timestamp\r\n' + 'aaaaaaaa-0000-4000-8000-000000000001,fine,,1\r\n' + 'aaaaaaaa-0000-4000-8000-000000000002,"   ",,2\r\n', /line 3: the text is empty/],
+    ['bad-uuid.csv', 'uuid,nonsense,timestamp\nnot-a-uuid,text,1\n', /line 2: "uuid" is not a UUID/],
+    ['bad-time.csv', 'uuid,nonsense,timestamp\n,text,1.5\n', /line 2: "timestamp" must be a non-negative integer/],
+    ['no-text.csv', 'uuid,text\n,hello\n', /no "nonsense" column/],
+    ['broken.csv', 'nonsense,timestamp\n"unclosed,1\n', /not valid CSV/],
+    ['bad.json', '[{"nonsense":"ok","timestamp":1},{"nonsense":"bell\\u0007","timestamp":2}]', /item 2: the text contains the control character U\+0007/],
+    ['broken.json', '[{"nonsense":"ok"},', /not valid JSON/],
+    ['object.json', '{"nonsense":"ok"}', /not valid JSON/],
+    ['long.txt', `ok\n${'x'.repeat(2001)}\n`, /line 2: the text has 2001 characters/],
+  ])('imports nothing from %s and names the bad row', async (name, content, message) => {
+    const file = path.join(target.dir, name);
+    fs.writeFileSync(file, content);
+    const before = (await target.app.inject('/api/v1/nonsense/status')).json();
+    await expect(importFile(target.storage, file)).rejects.toThrow(message);
+    target.storage.cache.invalidate();
+    expect((await target.app.inject('/api/v1/nonsense/status')).json()).toEqual(before);
+  });
+
+  it('takes the format from --format when the extension does not tell', async () => {
+    const file = path.join(target.dir, 'entries.data');
+    fs.writeFileSync(file, 'One more line from a data file\n');
+    await expect(importFile(target.storage, file)).rejects.toThrow(/--format/);
+    expect(await importFile(target.storage, file, { format: 'txt' })).toEqual({ added: 1, skipped: 0 });
+  });
+});
