@@ -7,11 +7,17 @@ import cors from '@fastify/cors';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
+import { adminAuth } from './plugins/admin-auth.ts';
 import docs from './plugins/docs.ts';
 import problem, { problemBody, PROBLEM_CONTENT_TYPE } from './plugins/problem.ts';
+import rateLimits from './plugins/rate-limits.ts';
+import adminCatalogRoutes from './routes/admin/catalog.ts';
+import adminEntryRoutes from './routes/admin/entries.ts';
+import moderationRoutes from './routes/admin/moderation.ts';
 import catalogRoutes from './routes/api/catalog.ts';
 import exportRoutes from './routes/api/export.ts';
 import nonsenseRoutes from './routes/api/nonsense.ts';
+import reportRoutes from './routes/api/report.ts';
 import healthRoutes from './routes/health.ts';
 import type { Storage } from './storage/index.ts';
 
@@ -82,9 +88,11 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
   await app.register(cors, {
     origin: '*',
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    exposedHeaders: ['ETag', 'X-Request-Id', 'Retry-After', 'Content-Disposition'],
+    exposedHeaders: ['ETag', 'X-Request-Id', 'Retry-After', 'Content-Disposition', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
     maxAge: 86400,
   });
+  // Before any route: it classifies routes into rate-limit budgets as they are added.
+  await app.register(rateLimits);
   await app.register(docs);
   await app.register(healthRoutes);
   await app.register(
@@ -92,8 +100,18 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
       await api.register(nonsenseRoutes);
       await api.register(catalogRoutes);
       await api.register(exportRoutes);
+      await api.register(reportRoutes);
     },
     { prefix: '/api/v1' },
+  );
+  await app.register(
+    async (admin) => {
+      adminAuth(admin);
+      await admin.register(adminEntryRoutes);
+      await admin.register(adminCatalogRoutes);
+      await admin.register(moderationRoutes);
+    },
+    { prefix: '/api/v1/admin' },
   );
   return app;
 }

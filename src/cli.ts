@@ -13,6 +13,7 @@ import { serializeExport } from './formats/export.ts';
 import { ImportError, importFile } from './import/import-file.ts';
 import { prepareDatabase, startServer } from './server.ts';
 import { createStorage } from './storage/index.ts';
+import { LABEL_PATTERN } from './storage/tokens.ts';
 
 function config(): Config {
   return loadConfig(process.env);
@@ -97,6 +98,54 @@ program
       if (progress) process.stderr.write('\n');
       if (error instanceof ImportError) throw new UsageError(`${error.message}. Nothing was imported.`);
       throw error;
+    } finally {
+      await database.close();
+    }
+  });
+
+const token = program.command('token').description('admin API tokens');
+
+token
+  .command('create')
+  .description('create a token for <label> (shown once, on the last line)')
+  .argument('<label>', 'who the token is for, e.g. alice; recorded in the moderation log')
+  .action(async (label: string) => {
+    if (!LABEL_PATTERN.test(label)) throw new UsageError('A label is 1 to 64 of A-Z, a-z, 0-9, _ . @ - and starts with a letter or digit.');
+    const { database } = await prepareDatabase(config());
+    try {
+      const created = await createStorage(database).tokens.create(label);
+      if (created === null) throw new UsageError(`"${label}" already has a token; revoke it first with \`nonsense token revoke ${label}\`.`);
+      console.log(`Token for ${label}. It is shown only now; send it as "Authorization: Bearer <token>".`);
+      console.log(created);
+    } finally {
+      await database.close();
+    }
+  });
+
+token
+  .command('revoke')
+  .description("revoke <label>'s token; it stops working at once")
+  .argument('<label>')
+  .action(async (label: string) => {
+    const { database } = await prepareDatabase(config());
+    try {
+      const count = await createStorage(database).tokens.revoke(label);
+      if (count === 0) throw new UsageError(`"${label}" has no active token.`);
+      console.log(`Revoked the token of ${label}.`);
+    } finally {
+      await database.close();
+    }
+  });
+
+token
+  .command('list')
+  .description('list the labels that have an active token')
+  .action(async () => {
+    const { database } = await prepareDatabase(config());
+    try {
+      for (const { label, created_at } of await createStorage(database).tokens.list()) {
+        console.log(`${label}\tcreated ${new Date(created_at).toISOString()}`);
+      }
     } finally {
       await database.close();
     }

@@ -38,7 +38,15 @@ export function tempDir(): string {
 /** createTestApp builds the app over a new, migrated SQLite database. */
 export async function createTestApp(options: TestOptions = {}): Promise<TestContext> {
   const dir = tempDir();
-  const config = loadConfig({ DATABASE_URL: path.join(dir, 'test.db'), LOG_LEVEL: 'silent', ...options.env });
+  // Rate limits are off unless a test turns them on: most tests send many requests from one address.
+  const config = loadConfig({
+    DATABASE_URL: path.join(dir, 'test.db'),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_READ: 'off',
+    RATE_LIMIT_IMAGE: 'off',
+    RATE_LIMIT_REPORT: 'off',
+    ...options.env,
+  });
   const database = await openDatabase(config.database);
   await migrate(database);
   const storage = createStorage(database, options);

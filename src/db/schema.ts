@@ -45,9 +45,49 @@ export interface MetaTable {
   value: number;
 }
 
+export type ReportStatus = 'open' | 'accepted' | 'dismissed';
+
+export interface ReportTable {
+  id: string;
+  entry_uuid: string;
+  reason: string;
+  details: string | null;
+  status: ReportStatus;
+  /** Unix milliseconds. */
+  created_at: number;
+  resolved_at: number | null;
+  /** Label of the token that accepted or dismissed it. */
+  resolved_by: string | null;
+}
+
+export interface TokenTable {
+  id: Generated<number>;
+  label: string;
+  /** Hex SHA-256 of the token; the token itself is never stored. */
+  hash: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface ModerationLogTable {
+  id: Generated<number>;
+  /** Unix milliseconds. */
+  at: number;
+  /** Label of the token that acted. */
+  actor: string;
+  action: string;
+  /** The entry uuid, variable name, emoji name or report id acted on. */
+  target: string;
+  /** JSON object with what changed, or null. */
+  details: string | null;
+}
+
 export interface DB {
   entries: EntryTable;
   variables: VariableTable;
   emojis: EmojiTable;
   meta: MetaTable;
+  reports: ReportTable;
+  tokens: TokenTable;
+  moderation_log: ModerationLogTable;
 }

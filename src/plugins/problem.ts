@@ -25,6 +25,14 @@ export const notFound = (detail: string) => new HttpProblem(404, detail);
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
+/** assertJsonBody answers 415 unless the request declares a JSON body. */
+export function assertJsonBody(request: FastifyRequest): void {
+  const type = request.headers['content-type'] ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    throw new HttpProblem(415, `Send the body as application/json; got ${type === '' ? 'no content type' : `"${type.slice(0, 60)}"`}.`);
+  }
+}
+
 /** problemBody builds the problem+json document for a status. */
 export function problemBody(status: number, detail: string, extensions: Record<string, unknown> = {}): string {
   return JSON.stringify({ type: 'about:blank', title: STATUS_CODES[status] ?? 'Error', status, detail, ...extensions });

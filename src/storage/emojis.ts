@@ -2,7 +2,8 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
-import { bumpRevision, type RevisionCache } from './revision.ts';
+import { recordAction } from './moderation-log.ts';
+import { bumpRevision, writeTransaction, type RevisionCache } from './revision.ts';
 import { compareCodePoints } from './variables.ts';
 
 export interface EmojiInfo {
@@ -64,5 +65,30 @@ export class EmojiStore {
     });
     if (added > 0) this.cache.invalidate();
     return added;
+  }
+
+  /** put creates or replaces an emoji image (already checked); tells which it did. */
+  async put(name: string, contentType: string, image: Uint8Array, actor: string): Promise<'created' | 'updated'> {
+    const sha256 = createHash('sha256').update(image).digest('hex');
+    const outcome = await writeTransaction(this.db, this.cache, async (trx) => {
+      const exists = await trx.selectFrom('emojis').select('name').where('name', '=', name).executeTakeFirst();
+      const row = { content_type: contentType, image, sha256, updated_at: Date.now() };
+      if (exists) await trx.updateTable('emojis').set(row).where('name', '=', name).execute();
+      else await trx.insertInto('emojis').values({ name, ...row }).execute();
+      await recordAction(trx, actor, 'emoji.put', name, { contentType, bytes: image.byteLength, sha256 });
+      return exists ? ('updated' as const) : ('created' as const);
+    });
+    return outcome!;
+  }
+
+  /** remove deletes an emoji; false when there was none. */
+  async remove(name: string, actor: string): Promise<boolean> {
+    const removed = await writeTransaction(this.db, this.cache, async (trx) => {
+      const result = await trx.deleteFrom('emojis').where('name', '=', name).executeTakeFirst();
+      if (Number(result.numDeletedRows) === 0) return undefined;
+      await recordAction(trx, actor, 'emoji.delete', name);
+      return true;
+    });
+    return removed === true;
   }
 }

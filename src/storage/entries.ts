@@ -4,9 +4,11 @@
  */
 import type { Kysely } from 'kysely';
 import { prepareQuery } from '../db/prepared.ts';
-import type { DB } from '../db/schema.ts';
+import { randomUUID } from 'node:crypto';
+import type { DB, EntryState } from '../db/schema.ts';
 import { textKey } from '../domain/text.ts';
-import { bumpRevision, type RevisionCache } from './revision.ts';
+import { recordAction } from './moderation-log.ts';
+import { bumpRevision, writeTransaction, type RevisionCache } from './revision.ts';
 
 /** An entry as stored: raw text, not yet substituted. */
 export interface EntryRecord {
@@ -34,6 +36,17 @@ export interface InsertResult {
   /** Entries skipped because their uuid or their text already exists. */
   skipped: number;
 }
+
+/** An entry as moderators see it: raw text and state. */
+export interface AdminEntry {
+  uuid: string;
+  text: string;
+  state: EntryState;
+  timestamp: number;
+}
+
+/** The outcome of a write that may collide with an existing text. */
+export type EntryWrite = { entry: AdminEntry } | { duplicateOf: string } | { notFound: true };
 
 const RANDOM_ATTEMPTS = 4;
 
@@ -149,5 +162,66 @@ export class EntryStore {
     });
     if (result.added > 0) this.cache.invalidate();
     return result;
+  }
+
+  /** findAny returns the entry in any state, or null. */
+  async findAny(uuid: string): Promise<AdminEntry | null> {
+    const row = await this.db.selectFrom('entries').select(['uuid', 'text', 'state', 'created_at']).where('uuid', '=', uuid).executeTakeFirst();
+    return row ? { uuid: row.uuid, text: row.text, state: row.state, timestamp: Number(row.created_at) } : null;
+  }
+
+  /** create adds a visible entry (text already checked), unless the same text exists. */
+  async create(text: string, timestamp: number, actor: string): Promise<EntryWrite> {
+    const result = await writeTransaction(this.db, this.cache, async (trx) => {
+      const duplicate = await this.duplicateOf(trx, text);
+      if (duplicate !== null) return { duplicateOf: duplicate };
+      const entry: AdminEntry = { uuid: randomUUID(), text, state: 'visible', timestamp };
+      await trx
+        .insertInto('entries')
+        .values({ uuid: entry.uuid, text, text_key: textKey(text), created_at: timestamp, state: 'visible', updated_at: Date.now() })
+        .execute();
+      await recordAction(trx, actor, 'entry.create', entry.uuid, { text });
+      return { entry };
+    });
+    return result!;
+  }
+
+  /** update changes the text and/or the state of an entry. */
+  async update(uuid: string, change: { text?: string; state?: EntryState }, actor: string): Promise<EntryWrite> {
+    const result = await writeTransaction(this.db, this.cache, async (trx) => {
+      const current = await trx.selectFrom('entries').select(['text', 'state']).where('uuid', '=', uuid).executeTakeFirst();
+      if (!current) return { notFound: true as const };
+      if (change.text !== undefined && change.text !== current.text) {
+        const duplicate = await this.duplicateOf(trx, change.text, uuid);
+        if (duplicate !== null) return { duplicateOf: duplicate };
+        await trx.updateTable('entries').set({ text: change.text, text_key: textKey(change.text), updated_at: Date.now() }).where('uuid', '=', uuid).execute();
+        await recordAction(trx, actor, 'entry.edit', uuid, { from: current.text, to: change.text });
+      }
+      if (change.state !== undefined && change.state !== current.state) {
+        await trx.updateTable('entries').set({ state: change.state, updated_at: Date.now() }).where('uuid', '=', uuid).execute();
+        await recordAction(trx, actor, change.state === 'hidden' ? 'entry.hide' : 'entry.show', uuid);
+      }
+      return { entry: { uuid, text: change.text ?? current.text, state: change.state ?? current.state, timestamp: 0 } };
+    });
+    if ('entry' in result!) return { entry: (await this.findAny(uuid))! };
+    return result!;
+  }
+
+  /** remove deletes an entry (and the reports on it); false when there was none. */
+  async remove(uuid: string, actor: string): Promise<boolean> {
+    const removed = await writeTransaction(this.db, this.cache, async (trx) => {
+      const current = await trx.selectFrom('entries').select('text').where('uuid', '=', uuid).executeTakeFirst();
+      if (!current) return undefined;
+      await trx.deleteFrom('entries').where('uuid', '=', uuid).execute();
+      await recordAction(trx, actor, 'entry.delete', uuid, { text: current.text });
+      return true;
+    });
+    return removed === true;
+  }
+
+  private async duplicateOf(trx: Kysely<DB>, text: string, except?: string): Promise<string | null> {
+    let query = trx.selectFrom('entries').select('uuid').where('text_key', '=', textKey(text));
+    if (except !== undefined) query = query.where('uuid', '!=', except);
+    return (await query.executeTakeFirst())?.uuid ?? null;
   }
 }

@@ -6,7 +6,10 @@ import type { Database } from '../db/database.ts';
 import { EmojiStore } from './emojis.ts';
 import { EntryQuery } from './entry-query.ts';
 import { EntryStore } from './entries.ts';
+import { ModerationLog } from './moderation-log.ts';
+import { ReportStore } from './reports.ts';
 import { readRevision, RevisionCache } from './revision.ts';
+import { TokenStore } from './tokens.ts';
 import { VariableStore } from './variables.ts';
 
 export interface Storage {
@@ -16,6 +19,9 @@ export interface Storage {
   readonly entryQuery: EntryQuery;
   readonly variables: VariableStore;
   readonly emojis: EmojiStore;
+  readonly reports: ReportStore;
+  readonly tokens: TokenStore;
+  readonly moderationLog: ModerationLog;
 }
 
 export interface StorageOptions {
@@ -33,5 +39,8 @@ export function createStorage(database: Database, options: StorageOptions = {}):
     entryQuery: new EntryQuery(database.db, database.quirks),
     variables: new VariableStore(database.db, cache),
     emojis: new EmojiStore(database.db, cache),
+    reports: new ReportStore(database.db, cache),
+    tokens: new TokenStore(database.db),
+    moderationLog: new ModerationLog(database.db),
   };
 }

@@ -74,3 +74,21 @@ export class RevisionCache {
     this.checkedAt = Number.NEGATIVE_INFINITY;
   }
 }
+
+/**
+ * writeTransaction runs `change` in a transaction that also bumps the revision, then tells this
+ * process's cache. When `change` throws or returns `undefined` (nothing to change), nothing is written.
+ */
+export async function writeTransaction<T>(
+  db: Kysely<DB>,
+  cache: RevisionCache,
+  change: (trx: Kysely<DB>) => Promise<T | undefined>,
+): Promise<T | undefined> {
+  const result = await db.transaction().execute(async (trx) => {
+    const value = await change(trx);
+    if (value !== undefined) await bumpRevision(trx);
+    return value;
+  });
+  if (result !== undefined) cache.invalidate();
+  return result;
+}

@@ -2,7 +2,8 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { ServerVariables } from '../domain/variables.ts';
-import { bumpRevision, type RevisionCache } from './revision.ts';
+import { recordAction } from './moderation-log.ts';
+import { bumpRevision, writeTransaction, type RevisionCache } from './revision.ts';
 
 export interface ServerVariable {
   name: string;
@@ -53,6 +54,30 @@ export class VariableStore {
     });
     if (added > 0) this.cache.invalidate();
     return added;
+  }
+
+  /** put creates or replaces a server variable; tells which it did. */
+  async put(variable: ServerVariable, actor: string): Promise<'created' | 'updated'> {
+    const outcome = await writeTransaction(this.db, this.cache, async (trx) => {
+      const exists = await trx.selectFrom('variables').select('name').where('name', '=', variable.name).executeTakeFirst();
+      const row = { description: variable.description, values_json: JSON.stringify(variable.values), updated_at: Date.now() };
+      if (exists) await trx.updateTable('variables').set(row).where('name', '=', variable.name).execute();
+      else await trx.insertInto('variables').values({ name: variable.name, ...row }).execute();
+      await recordAction(trx, actor, 'variable.put', variable.name, { description: variable.description, values: variable.values });
+      return exists ? ('updated' as const) : ('created' as const);
+    });
+    return outcome!;
+  }
+
+  /** remove deletes a server variable; false when there was none. */
+  async remove(name: string, actor: string): Promise<boolean> {
+    const removed = await writeTransaction(this.db, this.cache, async (trx) => {
+      const result = await trx.deleteFrom('variables').where('name', '=', name).executeTakeFirst();
+      if (Number(result.numDeletedRows) === 0) return undefined;
+      await recordAction(trx, actor, 'variable.delete', name);
+      return true;
+    });
+    return removed === true;
   }
 }
 
