@@ -19,6 +19,7 @@ import exportRoutes from './routes/api/export.ts';
 import nonsenseRoutes from './routes/api/nonsense.ts';
 import reportRoutes from './routes/api/report.ts';
 import healthRoutes from './routes/health.ts';
+import sharePageRoutes from './routes/site/share-page.ts';
 import type { Storage } from './storage/index.ts';
 
 export interface AppOptions {
@@ -95,6 +96,7 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
   await app.register(rateLimits);
   await app.register(docs);
   await app.register(healthRoutes);
+  await app.register(sharePageRoutes);
   await app.register(
     async (api) => {
       await api.register(nonsenseRoutes);

@@ -32,7 +32,8 @@ export default fp(
     const { rateLimitRead, rateLimitImage, rateLimitReport, redisUrl } = app.config;
     let redis: Redis | undefined;
     if (redisUrl !== null) {
-      redis = new Redis(redisUrl, { connectTimeout: 2000, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+      // Bounded waits: during a Redis outage a request is delayed by at most commandTimeout, then served unlimited.
+      redis = new Redis(redisUrl, { connectTimeout: 2000, maxRetriesPerRequest: 1, commandTimeout: 500 });
       redis.on('error', (error) => app.log.warn({ err: error }, 'Redis for rate limits is unavailable; requests are not limited meanwhile'));
       app.addHook('onClose', async () => {
         redis!.disconnect();

@@ -88,7 +88,27 @@ describe('nonsense command line', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/line 3: .*control character.*Nothing was imported/);
     expect((await nonsense(['export', '--format', 'xml'], env)).stderr).toMatch(/Allowed choices are csv, json, txt/);
-  });
+  }, 60_000);
+
+  it('creates a token shown once on the last line, and revokes it', async () => {
+    const created = await nonsense(['token', 'create', 'alice'], env);
+    expect(created.code).toBe(0);
+    const token = created.stdout.trim().split('\n').at(-1)!;
+    expect(token).toMatch(/^nst_[A-Za-z0-9_-]{43}$/);
+    const database = await openDatabase(loadConfig({ DATABASE_URL: env.DATABASE_URL! }).database);
+    try {
+      const tokens = createStorage(database).tokens;
+      expect(await tokens.verify(token)).toBe('alice');
+      expect((await nonsense(['token', 'create', 'alice'], env)).stderr).toMatch(/already has a token/);
+      expect((await nonsense(['token', 'list'], env)).stdout).toMatch(/^alice\tcreated /);
+      expect((await nonsense(['token', 'revoke', 'alice'], env)).stdout).toMatch(/Revoked/);
+      expect(await tokens.verify(token)).toBeNull();
+      expect((await nonsense(['token', 'revoke', 'alice'], env)).code).toBe(1);
+      expect((await nonsense(['token', 'create', 'not a label'], env)).code).toBe(1);
+    } finally {
+      await database.close();
+    }
+  }, 60_000);
 
   it('serves a new database with demo data and stops cleanly on SIGTERM', async () => {
     const port = await freePort();

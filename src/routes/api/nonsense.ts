@@ -1,11 +1,15 @@
 /** Public entry endpoints: random, status and by UUID. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { parseUuid } from '../../domain/uuid.ts';
 import { mathRandomPick } from '../../domain/variables.ts';
 import { deliverEntry } from '../../formats/entry.ts';
 import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { badRequest, notFound } from '../../plugins/problem.ts';
 import { Entry, EntryPathParams, problemResponses, Status } from '../../schemas/api.ts';
+import { sendShareImage } from './share-image.ts';
+
+const ShareImage = Type.Unsafe<Buffer>({ type: 'string', format: 'binary' });
 
 const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { entries, variables, cache } = app.storage;
@@ -49,10 +53,19 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/nonsense/:id',
     {
       schema: {
-        summary: 'One entry by UUID',
+        summary: 'One entry by UUID, or its share image',
+        description:
+          'With `.png` after the UUID: the share image, a 1200×630 PNG card of the entry (`Cache-Control: public, max-age=86400`). ' +
+          'Other extensions are 404: share images exist as PNG only.',
         tags: ['entries'],
         params: EntryPathParams,
-        response: { 200: Entry, ...problemResponses(400, 404) },
+        response: {
+          200: {
+            description: 'The entry, or with `.png` its share image',
+            content: { 'application/json': { schema: Entry }, 'image/png': { schema: ShareImage } },
+          },
+          ...problemResponses(400, 404),
+        },
       },
     },
     async (request, reply) => {
@@ -63,6 +76,7 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw badRequest(`"${truncate(dot === -1 ? id : id.slice(0, dot))}" is not a UUID; expected the form 6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11.`);
       }
       if (dot !== -1) {
+        if (id.slice(dot + 1) === 'png') return sendShareImage(request, reply, uuid);
         throw notFound(`Share images exist as PNG only: use /api/v1/nonsense/${uuid}.png.`);
       }
       const entry = await entries.findVisible(uuid);

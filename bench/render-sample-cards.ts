@@ -1,0 +1,63 @@
+/**
+ * Renders sample share cards from the bundled demo data into docs/cards/ (or the folder given as the
+ * first argument), and prints how long each render took.
+ *
+ *   node --import tsx bench/render-sample-cards.ts [folder]
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { renderShareImage, type CustomEmojiImage } from '../src/formats/share-image/render.ts';
+import { cardText } from '../src/formats/share-image/text.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+const out = path.resolve(process.argv[2] ?? path.join(root, 'docs/cards'));
+const appName = 'Nonsense Entry Service';
+
+const entries = JSON.parse(fs.readFileSync(path.join(root, 'demo/entries.json'), 'utf8')) as { uuid: string; nonsense: string }[];
+const variables = new Map(
+  (JSON.parse(fs.readFileSync(path.join(root, 'demo/variables.json'), 'utf8')) as { name: string; values: string[] }[]).map((v) => [v.name, v.values]),
+);
+const emojis = new Map<string, CustomEmojiImage>(
+  fs
+    .readdirSync(path.join(root, 'demo/emojis'))
+    .filter((file) => file.endsWith('.png'))
+    .map((file) => [path.basename(file, '.png'), { contentType: 'image/png', image: fs.readFileSync(path.join(root, 'demo/emojis', file)) }]),
+);
+
+const byUuid = (uuid: string) => {
+  const found = entries.find((e) => e.uuid === uuid);
+  if (!found) throw new Error(`the demo data has no entry ${uuid}`);
+  return found;
+};
+
+const samples: { name: string; uuid: string }[] = [
+  { name: 'short', uuid: '46e4087a-c7b9-44fa-97d9-fbfd86d62295' },
+  { name: 'long', uuid: longest().uuid },
+  { name: 'emojis', uuid: entries.find((e) => e.nonsense.startsWith(':blobcat: :ghosty: :rubberduck:'))!.uuid },
+];
+
+function longest() {
+  return entries.reduce((a, b) => (b.nonsense.length > a.nonsense.length ? b : a));
+}
+
+fs.mkdirSync(out, { recursive: true });
+const WARM_RUNS = 7;
+for (const sample of samples) {
+  const entry = byUuid(sample.uuid);
+  const text = cardText(entry.nonsense, variables, entry.uuid, appName);
+  const times: number[] = [];
+  let png: Buffer | undefined;
+  // The first render of the process is cold (fonts read and parsed, code compiled); the rest are warm.
+  for (let run = 0; run <= WARM_RUNS; run++) {
+    const started = performance.now();
+    png = await renderShareImage({ text, emojis, appName });
+    times.push(performance.now() - started);
+  }
+  const [first, ...warm] = times;
+  warm.sort((a, b) => a - b);
+  fs.writeFileSync(path.join(out, `${sample.name}.png`), png!);
+  console.log(
+    `${sample.name}.png  ${[...text].length} chars  ${(png!.length / 1024).toFixed(0)} KiB  ` +
+      `first ${first!.toFixed(0)} ms  warm median ${warm[warm.length >> 1]!.toFixed(0)} ms`,
+  );
+}

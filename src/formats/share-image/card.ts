@@ -1,0 +1,162 @@
+/**
+ * The card's design as a satori element tree (satori's object form: `{ type, props }`, no JSX).
+ * Everything visual lives here; render.ts decides the font size and rasterises.
+ */
+import { FONT_FAMILY } from './fonts.ts';
+
+export const CARD_WIDTH = 1200;
+export const CARD_HEIGHT = 630;
+
+const PADDING_X = 84;
+const PADDING_TOP = 60;
+const FOOTER_HEIGHT = 96;
+const TEXT_GAP = 20;
+const ACCENT_WIDTH = 6;
+const LOGO_SIZE = 44;
+const ACCENT_GAP = 32;
+
+/** The box the entry's text must fit in, in pixels. */
+export const TEXT_BOX = {
+  width: CARD_WIDTH - 2 * PADDING_X - ACCENT_WIDTH - ACCENT_GAP,
+  height: CARD_HEIGHT - PADDING_TOP - FOOTER_HEIGHT - TEXT_GAP,
+} as const;
+
+export interface ElementNode {
+  type: string;
+  key?: string;
+  props: { style?: Record<string, string | number>; children?: Child | Child[]; [prop: string]: unknown };
+}
+type Child = ElementNode | string;
+
+const el = (type: string, style: Record<string, string | number>, children?: Child | Child[], key?: string): ElementNode => ({
+  type,
+  ...(key === undefined ? {} : { key }),
+  props: children === undefined ? { style } : { style, children },
+});
+
+export interface TextStyle {
+  fontSize: number;
+  lineHeight: number;
+  fontWeight: 400 | 600;
+  /** Lines to clamp to with an ellipsis, when even the smallest size overflows. */
+  maxLines?: number;
+}
+
+export const TEXT_KEY = 'entry-text';
+
+/** textNode is the entry's text as laid out on the card, also used alone to measure it. */
+export function textNode(text: string, style: TextStyle): ElementNode {
+  return el(
+    'div',
+    {
+      // Satori clamps lines only in block layout.
+      display: style.maxLines === undefined ? 'flex' : 'block',
+      width: TEXT_BOX.width,
+      flexShrink: 0,
+      fontFamily: FONT_FAMILY,
+      fontSize: style.fontSize,
+      fontWeight: style.fontWeight,
+      lineHeight: style.lineHeight,
+      letterSpacing: style.fontSize >= 48 ? -0.5 : 0,
+      color: '#fdfcff',
+      whiteSpace: 'pre-wrap',
+      wordBreak: 'break-word',
+      ...(style.maxLines === undefined ? {} : { lineClamp: style.maxLines, overflow: 'hidden', textOverflow: 'ellipsis' }),
+    },
+    text,
+    TEXT_KEY,
+  );
+}
+
+/** badgeLetter is what the footer's badge shows: the first grapheme of the service name, upper-case. */
+export function badgeLetter(appName: string): string {
+  const [first] = new Intl.Segmenter('en', { granularity: 'grapheme' }).segment(appName.trim());
+  return first?.segment.toUpperCase() ?? '';
+}
+
+/** cardNode is the whole card around an already sized text. */
+export function cardNode(text: ElementNode, appName: string): ElementNode {
+  const initial = badgeLetter(appName);
+  return el(
+    'div',
+    {
+      width: CARD_WIDTH,
+      height: CARD_HEIGHT,
+      display: 'flex',
+      flexDirection: 'column',
+      position: 'relative',
+      boxSizing: 'border-box',
+      padding: `${PADDING_TOP}px ${PADDING_X}px 0 ${PADDING_X}px`,
+      backgroundColor: '#1e1b4b',
+      // A vertical gradient compresses to almost nothing in PNG; the glow costs ~60 KB and is worth it.
+      backgroundImage:
+        'radial-gradient(circle at 92% 0%, rgba(244, 114, 182, 0.5) 0%, rgba(244, 114, 182, 0) 35%), ' +
+        'linear-gradient(180deg, #1e1b4b 0%, #4c1d7a 100%)',
+      fontFamily: FONT_FAMILY,
+    },
+    [
+      el(
+        'div',
+        { display: 'flex', flexDirection: 'column', justifyContent: 'center', flexGrow: 1, height: TEXT_BOX.height, overflow: 'hidden' },
+        // The accent bar stretches to the height of the text, like a quotation's rule.
+        el('div', { display: 'flex', flexDirection: 'row' }, [
+          el('div', {
+            width: ACCENT_WIDTH,
+            borderRadius: ACCENT_WIDTH / 2,
+            marginRight: ACCENT_GAP,
+            flexShrink: 0,
+            backgroundImage: 'linear-gradient(180deg, #f472b6 0%, #fb923c 100%)',
+          }),
+          text,
+        ]),
+      ),
+      el(
+        'div',
+        {
+          display: 'flex',
+          alignItems: 'center',
+          height: FOOTER_HEIGHT,
+          marginTop: TEXT_GAP,
+          borderTop: '1.5px solid rgba(255, 255, 255, 0.16)',
+          flexShrink: 0,
+        },
+        [
+          el(
+            'div',
+            {
+              display: 'flex',
+              alignItems: 'center',
+              justifyContent: 'center',
+              width: LOGO_SIZE,
+              height: LOGO_SIZE,
+              borderRadius: 12,
+              backgroundImage: 'linear-gradient(135deg, #f472b6 0%, #fb923c 100%)',
+              color: '#1e1b4b',
+              fontSize: 26,
+              fontWeight: 600,
+              marginRight: 16,
+              flexShrink: 0,
+            },
+            initial,
+          ),
+          // APP_NAME may be up to 80 characters: one line, cut with an ellipsis.
+          el(
+            'div',
+            {
+              display: 'block',
+              maxWidth: CARD_WIDTH - 2 * PADDING_X - LOGO_SIZE - 16,
+              fontSize: 26,
+              fontWeight: 600,
+              color: '#f5f3ff',
+              letterSpacing: 0.2,
+              whiteSpace: 'nowrap',
+              overflow: 'hidden',
+              textOverflow: 'ellipsis',
+            },
+            appName,
+          ),
+        ],
+      ),
+    ],
+  );
+}
