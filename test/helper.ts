@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
@@ -35,12 +36,39 @@ export function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-test-'));
 }
 
-/** createTestApp builds the app over a new, migrated SQLite database. */
+/**
+ * freshDatabaseUrl returns the DATABASE_URL of a new, empty database for one test file: a file in
+ * `dir` on SQLite, or a new database on the PostgreSQL server of TEST_POSTGRES_URL when the run is
+ * the PostgreSQL project (TEST_DATABASE=postgres). `drop` removes it again.
+ */
+export async function freshDatabaseUrl(dir: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  if (process.env.TEST_DATABASE !== 'postgres') return { url: path.join(dir, 'test.db'), drop: async () => {} };
+  const server = process.env.TEST_POSTGRES_URL!;
+  const name = `nonsense_test_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return {
+    url: url.href,
+    drop: async () => {
+      const client = new pg.Client({ connectionString: server });
+      await client.connect();
+      await client.query(`drop database if exists ${name} with (force)`);
+      await client.end();
+    },
+  };
+}
+
+/** createTestApp builds the app over a new, migrated database (SQLite, or PostgreSQL in that project). */
 export async function createTestApp(options: TestOptions = {}): Promise<TestContext> {
   const dir = tempDir();
+  const target = await freshDatabaseUrl(dir);
   // Rate limits are off unless a test turns them on: most tests send many requests from one address.
   const config = loadConfig({
-    DATABASE_URL: path.join(dir, 'test.db'),
+    DATABASE_URL: target.url,
     LOG_LEVEL: 'silent',
     RATE_LIMIT_READ: 'off',
     RATE_LIMIT_IMAGE: 'off',
@@ -64,6 +92,7 @@ export async function createTestApp(options: TestOptions = {}): Promise<TestCont
     close: async () => {
       await app.close();
       await database.close();
+      await target.drop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

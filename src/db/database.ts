@@ -5,6 +5,7 @@
 import { Kysely, Migrator, sql } from 'kysely';
 import type { DatabaseTarget } from '../config.ts';
 import type { EngineQuirks } from './dialects/quirks.ts';
+import { openPostgres, postgresQuirks } from './dialects/postgres.ts';
 import { openSqlite, sqliteQuirks } from './dialects/sqlite.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { DB } from './schema.ts';
@@ -36,13 +37,27 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
       db,
       quirks: sqliteQuirks,
       label: `sqlite:${target.file}`,
-      close: async () => {
+      close: once(async () => {
         await db.destroy();
         if (raw.open) raw.close();
-      },
+      }),
     };
   }
-  throw new Error('PostgreSQL support is not available in this build; use a file path in DATABASE_URL.');
+  const { dialect } = openPostgres(target.url);
+  const db = new Kysely<DB>({ dialect });
+  const url = new URL(target.url);
+  return {
+    db,
+    quirks: postgresQuirks,
+    label: `postgres://${url.host}${url.pathname}`,
+    close: once(() => db.destroy()),
+  };
+}
+
+/** once makes `close` safe to call twice (a shutdown racing an error path). */
+function once(close: () => Promise<void>): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () => (closing ??= close());
 }
 
 function migratorFor(database: Database): Migrator {

@@ -3,6 +3,7 @@
  * the demo data and imports. Only visible entries ever leave this module through the read methods.
  */
 import type { Kysely } from 'kysely';
+import type { EngineQuirks } from '../db/dialects/quirks.ts';
 import { prepareQuery } from '../db/prepared.ts';
 import { randomUUID } from 'node:crypto';
 import type { DB, EntryState } from '../db/schema.ts';
@@ -45,6 +46,16 @@ export interface AdminEntry {
   timestamp: number;
 }
 
+/** What moderators search entries by (EntryStore.search). */
+export interface EntrySearch {
+  /** Case-insensitive substring of the raw text; empty means any. */
+  q?: string;
+  state?: EntryState;
+  limit: number;
+  /** Only entries before this (timestamp, uuid) in newest-first order: the last one of the previous page. */
+  before?: { timestamp: number; uuid: string };
+}
+
 /** The outcome of a write that may collide with an existing text. */
 export type EntryWrite = { entry: AdminEntry } | { duplicateOf: string } | { notFound: true };
 
@@ -61,6 +72,7 @@ export class EntryStore {
   constructor(
     private readonly db: Kysely<DB>,
     private readonly cache: RevisionCache,
+    private readonly quirks: EngineQuirks,
   ) {
     const visible = (db: Kysely<DB>) => db.selectFrom('entries').select(['uuid', 'text', 'created_at']).where('state', '=', 'visible');
     this.visibleByUuid = prepareQuery(db, 1, (db, uuid: string) => visible(db).where('uuid', '=', uuid));
@@ -219,8 +231,28 @@ export class EntryStore {
     return removed === true;
   }
 
+  /**
+   * search lists entries in any state for moderators, newest first (timestamp, then uuid, both
+   * descending), resuming before `before`. `q` matches like the public search: a case-insensitive
+   * substring of the raw text.
+   */
+  async search(filter: EntrySearch): Promise<AdminEntry[]> {
+    let query = this.db.selectFrom('entries').select(['uuid', 'text', 'state', 'created_at']);
+    const q = filter.q ? textKey(filter.q) : '';
+    if (q !== '') query = query.where(this.quirks.containsText(q));
+    if (filter.state !== undefined) query = query.where('state', '=', filter.state);
+    const before = filter.before;
+    if (before !== undefined) {
+      query = query.where((eb) =>
+        eb.or([eb('created_at', '<', before.timestamp), eb.and([eb('created_at', '=', before.timestamp), eb('uuid', '<', before.uuid)])]),
+      );
+    }
+    const rows = await query.orderBy('created_at', 'desc').orderBy('uuid', 'desc').limit(filter.limit).execute();
+    return rows.map((row) => ({ uuid: row.uuid, text: row.text, state: row.state, timestamp: Number(row.created_at) }));
+  }
+
   private async duplicateOf(trx: Kysely<DB>, text: string, except?: string): Promise<string | null> {
-    let query = trx.selectFrom('entries').select('uuid').where('text_key', '=', textKey(text));
+    let query = trx.selectFrom('entries').select('uuid').where(this.quirks.textKeyEquals(textKey(text)));
     if (except !== undefined) query = query.where('uuid', '!=', except);
     return (await query.executeTakeFirst())?.uuid ?? null;
   }

@@ -35,7 +35,7 @@ export function createStorage(database: Database, options: StorageOptions = {}):
   return {
     database,
     cache,
-    entries: new EntryStore(database.db, cache),
+    entries: new EntryStore(database.db, cache, database.quirks),
     entryQuery: new EntryQuery(database.db, database.quirks),
     variables: new VariableStore(database.db, cache),
     emojis: new EmojiStore(database.db, cache),

@@ -51,7 +51,7 @@ describe('nonsense command line', () => {
   });
 
   it('migrates, then reports the schema up to date', async () => {
-    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 3 migration\(s\): 0001-initial, 0002-search-index, 0003-moderation/);
+    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 4 migration\(s\): 0001-initial, 0002-search-index, 0003-moderation, 0004-long-text-keys/);
     expect((await nonsense(['migrate'], env)).stdout).toMatch(/up to date/);
   });
 

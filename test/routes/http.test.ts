@@ -109,7 +109,7 @@ describe('a broken database', () => {
       expect(random.body).not.toMatch(/sqlite|select|at .*\.ts/i);
       expect(random.json().detail).toContain(random.headers['x-request-id']);
     } finally {
-      await t.app.close();
+      await t.close();
     }
   });
 });

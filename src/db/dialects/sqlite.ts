@@ -56,6 +56,11 @@ export const sqliteQuirks: EngineQuirks = {
   // INTEGER PRIMARY KEY is SQLite's rowid: assigned automatically, the fastest key there is.
   autoIncrementKey: (col) => col.primaryKey(),
 
+  // SQLite indexes values of any length: the UNIQUE constraint of migration 0001 serves as it is.
+  async indexTextKeyForLongTexts() {},
+
+  textKeyEquals: (key) => sql<boolean>`entries.text_key = ${key}`,
+
   // An FTS5 table with the trigram tokenizer indexes every three-character run of text_key, so a
   // substring GLOB of three or more characters is answered from the index instead of a scan.
   // External content: the text is stored once, in `entries`; triggers keep the index in step.
@@ -77,5 +82,9 @@ export const sqliteQuirks: EngineQuirks = {
     return [...needle].length >= 3
       ? sql<boolean>`entries.id in (select rowid from entries_search where text_key glob ${pattern})`
       : sql<boolean>`entries.text_key glob ${pattern}`;
+  },
+
+  stringPosition(haystack, needle) {
+    return sql<number | null>`instr(${haystack}, ${needle})`;
   },
 };
