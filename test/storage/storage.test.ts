@@ -82,15 +82,43 @@ describe('entry storage', () => {
     const total = (await t.storage.entries.status()).count;
     const pick = seededPick('uniform');
     const hits = new Map<string, number>();
-    const draws = total * 20;
+    const draws = total * 10;
     for (let i = 0; i < draws; i++) {
       const uuid = (await t.storage.entries.random(pick))!.uuid;
       hits.set(uuid, (hits.get(uuid) ?? 0) + 1);
     }
     // Chi-square against the uniform distribution; with ~2000 degrees of freedom, 2400 is far in the tail.
     let chi = 0;
-    for (const count of hits.values()) chi += (count - 20) ** 2 / 20;
-    chi += (total - hits.size) * 20;
+    for (const count of hits.values()) chi += (count - 10) ** 2 / 10;
+    chi += (total - hits.size) * 10;
     expect(chi).toBeLessThan(2400);
+  }, 60_000);
+});
+
+describe('two instances on one database', () => {
+  it('see each other’s hides and new variables within two seconds, and never serve a hidden entry after that', async () => {
+    const a = await createTestApp();
+    const other = await openDatabase(a.config.database);
+    try {
+      const b = createStorage(other);
+      const victim = entry('Seen by both instances.');
+      const bystander = entry('Stays visible.');
+      await a.storage.entries.insertEntries([victim, bystander]);
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      expect((await b.entries.status()).count).toBe(2);
+      await b.entries.random(seededPick('warm'));
+
+      await a.storage.entries.update(victim.uuid, { state: 'hidden' }, 'test');
+      await a.storage.variables.put({ name: '$SHARED$', description: 'Shared.', values: ['yes'] }, 'test');
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      expect((await b.entries.status()).count).toBe(1);
+      expect((await b.variables.values()).get('$SHARED$')).toEqual(['yes']);
+      const pick = seededPick('after');
+      for (let i = 0; i < 100; i++) expect((await b.entries.random(pick))?.uuid).toBe(bystander.uuid);
+      expect(await b.entries.findVisible(victim.uuid)).toBeNull();
+    } finally {
+      await other.close();
+      await a.close();
+    }
   });
 });
