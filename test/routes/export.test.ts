@@ -147,3 +147,37 @@ describe('export of a larger database', () => {
     expect(geese).toHaveLength(Math.ceil(count / 7));
   });
 });
+
+describe('a client that disconnects mid-download', () => {
+  it('stops the walk over the database', async () => {
+    const count = 5000;
+    const t = await createTestApp({ entries: Array.from({ length: count }, (_, i) => entry(`Streamed entry ${i}`, 3_000_000 + i)) });
+    try {
+      // Each page takes a while, as on a large, busy database, so the download is still going when the client leaves.
+      let pages = 0;
+      const original = t.storage.entryQuery.page.bind(t.storage.entryQuery);
+      t.storage.entryQuery.page = async (...args) => {
+        pages++;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return original(...args);
+      };
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const { port } = t.app.server.address() as { port: number };
+      const controller = new AbortController();
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/nonsense?format=json`, { signal: controller.signal });
+      await res.body!.getReader().read();
+      controller.abort();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const atAbort = pages;
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(pages).toBe(atAbort);
+      expect(pages).toBeLessThan(count / 500);
+      t.storage.entryQuery.page = original;
+      const full = await (await fetch(`http://127.0.0.1:${port}/api/v1/nonsense?format=json`)).json();
+      expect(full).toHaveLength(count);
+    } finally {
+      t.app.server.closeAllConnections();
+      await t.close();
+    }
+  });
+});
