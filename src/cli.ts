@@ -12,11 +12,21 @@ import { EXPORT_FORMATS, parseExportParams } from './domain/export-params.ts';
 import { serializeExport } from './formats/export.ts';
 import { ImportError, importFile } from './import/import-file.ts';
 import { prepareDatabase, startServer } from './server.ts';
-import { createStorage } from './storage/index.ts';
+import { createStorage, type Storage } from './storage/index.ts';
 import { LABEL_PATTERN } from './storage/tokens.ts';
 
 function config(): Config {
   return loadConfig(process.env);
+}
+
+/** withStorage opens the configured database (schema current), runs `work`, and always closes it. */
+async function withStorage<T>(work: (storage: Storage) => Promise<T>): Promise<T> {
+  const { database } = await prepareDatabase(config());
+  try {
+    return await work(createStorage(database));
+  } finally {
+    await database.close();
+  }
 }
 
 const program = new Command()
@@ -48,16 +58,13 @@ program
   .command('demo')
   .description('load the bundled demo data; what already exists is kept, so running it twice changes nothing')
   .action(async () => {
-    const { database } = await prepareDatabase(config());
-    try {
-      const result = await loadDemo(createStorage(database));
+    await withStorage(async (storage) => {
+      const result = await loadDemo(storage);
       console.log(
         `Demo data: ${result.entriesAdded} entries added (${result.entriesSkipped} already present), ` +
           `${result.variablesAdded} variables and ${result.emojisAdded} emojis added.`,
       );
-    } finally {
-      await database.close();
-    }
+    });
   });
 
 program
@@ -70,14 +77,10 @@ program
   .action(async (options: Record<string, string | undefined>) => {
     const parsed = parseExportParams(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)));
     if (!parsed.ok) throw new UsageError(parsed.detail.replace(/parameter "(\w+)"/, 'option --$1'));
-    const { database } = await prepareDatabase(config());
-    try {
-      const storage = createStorage(database);
+    await withStorage(async (storage) => {
       const chunks = serializeExport(parsed.value.format, storage.entryQuery.pages(parsed.value.filter), await storage.variables.values());
       await pipeline(Readable.from(chunks), process.stdout);
-    } finally {
-      await database.close();
-    }
+    });
   });
 
 program
@@ -86,20 +89,17 @@ program
   .argument('<file>', 'the file to import')
   .addOption(new Option('--format <format>', 'file format (default: from the extension)').choices(EXPORT_FORMATS))
   .action(async (file: string, options: { format?: 'csv' | 'json' | 'txt' }) => {
-    const { database } = await prepareDatabase(config());
     const progress = process.stderr.isTTY
       ? (fraction: number) => process.stderr.write(`\rImporting ${file}: ${(fraction * 100).toFixed(0).padStart(3)}%`)
       : undefined;
     try {
-      const result = await importFile(createStorage(database), file, { format: options.format, onProgress: progress });
+      const result = await withStorage((storage) => importFile(storage, file, { format: options.format, onProgress: progress }));
       if (progress) process.stderr.write('\r\x1b[K');
       console.log(`Imported ${file}: ${result.added} added, ${result.skipped} skipped (already present).`);
     } catch (error) {
       if (progress) process.stderr.write('\n');
       if (error instanceof ImportError) throw new UsageError(`${error.message}. Nothing was imported.`);
       throw error;
-    } finally {
-      await database.close();
     }
   });
 
@@ -111,15 +111,12 @@ token
   .argument('<label>', 'who the token is for, e.g. alice; recorded in the moderation log')
   .action(async (label: string) => {
     if (!LABEL_PATTERN.test(label)) throw new UsageError('A label is 1 to 64 of A-Z, a-z, 0-9, _ . @ - and starts with a letter or digit.');
-    const { database } = await prepareDatabase(config());
-    try {
-      const created = await createStorage(database).tokens.create(label);
+    await withStorage(async (storage) => {
+      const created = await storage.tokens.create(label);
       if (created === null) throw new UsageError(`"${label}" already has a token; revoke it first with \`nonsense token revoke ${label}\`.`);
       console.log(`Token for ${label}. It is shown only now; send it as "Authorization: Bearer <token>".`);
       console.log(created);
-    } finally {
-      await database.close();
-    }
+    });
   });
 
 token
@@ -127,28 +124,22 @@ token
   .description("revoke <label>'s token; it stops working at once")
   .argument('<label>')
   .action(async (label: string) => {
-    const { database } = await prepareDatabase(config());
-    try {
-      const count = await createStorage(database).tokens.revoke(label);
+    await withStorage(async (storage) => {
+      const count = await storage.tokens.revoke(label);
       if (count === 0) throw new UsageError(`"${label}" has no active token.`);
       console.log(`Revoked the token of ${label}.`);
-    } finally {
-      await database.close();
-    }
+    });
   });
 
 token
   .command('list')
   .description('list the labels that have an active token')
   .action(async () => {
-    const { database } = await prepareDatabase(config());
-    try {
-      for (const { label, created_at } of await createStorage(database).tokens.list()) {
+    await withStorage(async (storage) => {
+      for (const { label, created_at } of await storage.tokens.list()) {
         console.log(`${label}\tcreated ${new Date(created_at).toISOString()}`);
       }
-    } finally {
-      await database.close();
-    }
+    });
   });
 
 /** A mistake in what the user asked for: reported as is, with exit code 1. */
