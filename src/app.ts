@@ -19,6 +19,7 @@ import exportRoutes from './routes/api/export.ts';
 import nonsenseRoutes from './routes/api/nonsense.ts';
 import reportRoutes from './routes/api/report.ts';
 import healthRoutes from './routes/health.ts';
+import odataRoutes from './routes/odata/index.ts';
 import sharePageRoutes from './routes/site/share-page.ts';
 import type { Storage } from './storage/index.ts';
 
@@ -89,7 +90,7 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
   await app.register(cors, {
     origin: '*',
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    exposedHeaders: ['ETag', 'X-Request-Id', 'Retry-After', 'Content-Disposition', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+    exposedHeaders: ['ETag', 'X-Request-Id', 'Retry-After', 'Content-Disposition', 'DataServiceVersion', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
     maxAge: 86400,
   });
   // Before any route: it classifies routes into rate-limit budgets as they are added.
@@ -115,5 +116,6 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
     },
     { prefix: '/api/v1/admin' },
   );
+  await app.register(odataRoutes, { prefix: '/odata/v2' });
   return app;
 }

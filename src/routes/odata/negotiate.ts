@@ -1,0 +1,30 @@
+/** Choosing between Atom and JSON: `$format` when given, else the Accept header, else Atom. */
+import type { FastifyRequest } from 'fastify';
+import { requestedFormat, type ODataFormat } from '../../domain/odata/query-options.ts';
+
+const XML_TYPES = new Set(['application/atom+xml', 'application/xml', 'text/xml', 'application/atomsvc+xml']);
+
+/**
+ * acceptedFormat reads an Accept header: JSON when `application/json` is preferred (higher quality)
+ * over every XML type it lists; Atom otherwise, including for a missing header or `*\/*`, since Atom is
+ * the format OData v2 consumers without a preference expect.
+ */
+export function acceptedFormat(accept: string | undefined): ODataFormat {
+  if (!accept) return 'atom';
+  let json = 0;
+  let xml = 0;
+  for (const range of accept.split(',')) {
+    const [type = '', ...parameters] = range.split(';').map((part) => part.trim().toLowerCase());
+    const qParameter = parameters.find((p) => p.startsWith('q='));
+    const q = qParameter === undefined ? 1 : Number(qParameter.slice(2));
+    if (!Number.isFinite(q)) continue;
+    if (type === 'application/json') json = Math.max(json, q);
+    else if (XML_TYPES.has(type)) xml = Math.max(xml, q);
+  }
+  return json > xml ? 'json' : 'atom';
+}
+
+/** formatOf picks the response format of a request; a bad `$format` counts as absent here. */
+export function formatOf(request: FastifyRequest, explicit?: ODataFormat): ODataFormat {
+  return explicit ?? requestedFormat(request.query as Record<string, unknown>) ?? acceptedFormat(request.headers.accept);
+}
