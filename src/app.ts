@@ -14,12 +14,14 @@ import rateLimits from './plugins/rate-limits.ts';
 import adminCatalogRoutes from './routes/admin/catalog.ts';
 import adminEntryRoutes from './routes/admin/entries.ts';
 import moderationRoutes from './routes/admin/moderation.ts';
+import adminSearchRoutes from './routes/admin/search.ts';
 import catalogRoutes from './routes/api/catalog.ts';
 import exportRoutes from './routes/api/export.ts';
 import nonsenseRoutes from './routes/api/nonsense.ts';
 import reportRoutes from './routes/api/report.ts';
 import healthRoutes from './routes/health.ts';
 import odataRoutes from './routes/odata/index.ts';
+import siteRoutes from './routes/site/index.ts';
 import sharePageRoutes from './routes/site/share-page.ts';
 import type { Storage } from './storage/index.ts';
 
@@ -98,6 +100,7 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
   await app.register(docs);
   await app.register(healthRoutes);
   await app.register(sharePageRoutes);
+  await app.register(siteRoutes);
   await app.register(
     async (api) => {
       await api.register(nonsenseRoutes);
@@ -113,6 +116,7 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
       await admin.register(adminEntryRoutes);
       await admin.register(adminCatalogRoutes);
       await admin.register(moderationRoutes);
+      await admin.register(adminSearchRoutes);
     },
     { prefix: '/api/v1/admin' },
   );

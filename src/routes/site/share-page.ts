@@ -3,6 +3,10 @@
  * entry's text and the Open Graph and Twitter card tags that make chat apps and social sites unfurl
  * a link into the entry's share image. It shows the same text as the card (server variables seeded by
  * the UUID, client-side variables as neutral words), so preview and page agree.
+ *
+ * It is deliberately script-free and self-contained (one inline style allowed by its hash): it is what
+ * link previews fetch and what people following a shared link land on. Its actions are plain links:
+ * the PNG download, the report form (`/nonsense/<uuid>/report`) and the rest of the site.
  */
 import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -14,7 +18,11 @@ import { scanCustomEmojis } from '../../formats/share-image/text.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { badRequest, notFound } from '../../plugins/problem.ts';
 import { shareCardOf } from '../api/share-image.ts';
+import { assetUrl } from '../../web/assets.ts';
+import { escapeHtml } from '../../web/html.ts';
 import { baseUrlOf } from '../links.ts';
+
+export { escapeHtml };
 
 const DESCRIPTION_LENGTH = 200;
 
@@ -28,12 +36,14 @@ main{width:100%;max-width:760px}
 blockquote{margin:0;padding:4px 0 4px 28px;border-left:6px solid #f472b6;border-image:linear-gradient(180deg,#f472b6,#fb923c) 1;
 font-size:clamp(1.25rem,3.2vw,2rem);font-weight:600;line-height:1.35;white-space:pre-wrap;overflow-wrap:anywhere}
 .emoji{height:1.15em;width:auto;vertical-align:-0.2em}
-footer{display:flex;align-items:center;gap:12px;margin-top:40px;padding-top:20px;border-top:1px solid rgba(255,255,255,.16);font-weight:600}
+footer{display:flex;flex-wrap:wrap;align-items:center;gap:12px;margin-top:40px;padding-top:20px;border-top:1px solid rgba(255,255,255,.16);font-weight:600}
 .logo{display:inline-flex;align-items:center;justify-content:center;width:36px;height:36px;border-radius:10px;
 background:linear-gradient(135deg,#f472b6,#fb923c);color:#1e1b4b}
-nav{margin-left:auto;display:flex;gap:16px;font-weight:400}
+.home{display:inline-flex;align-items:center;gap:12px;color:inherit;text-decoration:none}
+nav{margin-left:auto;display:flex;flex-wrap:wrap;gap:4px 16px;font-weight:400}
 a{color:#f9a8d4}
 a:hover{color:#fff}
+a:focus-visible{outline:3px solid #fde68a;outline-offset:3px;border-radius:4px}
 `;
 
 // The style never depends on the entry, so the policy can allow exactly it and no other inline style.
@@ -99,6 +109,7 @@ export function sharePage({ base, uuid, text, emojiFiles, appName }: SharePageIn
 <title>${escapeHtml(appName)}</title>
 ${meta('name', 'description', description)}
 <link rel="canonical" href="${escapeHtml(pageUrl)}">
+<link rel="icon" href="${assetUrl('icon.svg')}" type="image/svg+xml">
 ${meta('property', 'og:type', 'website')}
 ${meta('property', 'og:site_name', appName)}
 ${meta('property', 'og:title', appName)}
@@ -119,9 +130,8 @@ ${meta('name', 'twitter:image', imageUrl)}
 <main>
 <blockquote dir="auto">${body}</blockquote>
 <footer>
-<span class="logo" aria-hidden="true">${escapeHtml(badgeLetter(appName))}</span>
-<span>${escapeHtml(appName)}</span>
-<nav><a href="/api/v1/nonsense/${uuid}.png">Image</a><a href="/api/v1/nonsense/${uuid}">JSON</a></nav>
+<a class="home" href="/"><span class="logo" aria-hidden="true">${escapeHtml(badgeLetter(appName))}</span><span>${escapeHtml(appName)}</span></a>
+<nav aria-label="This entry"><a href="/api/v1/nonsense/${uuid}.png" download="nonsense-${uuid}.png">Download PNG</a><a href="/nonsense/${uuid}/report">Report</a><a href="/">Another one</a><a href="/search">Search</a><a href="/api/v1/nonsense/${uuid}">JSON</a></nav>
 </footer>
 </main>
 </body>
@@ -137,13 +147,6 @@ export function summary(text: string): string {
   const cut = characters.slice(0, DESCRIPTION_LENGTH - 1).join('');
   const space = cut.lastIndexOf(' ');
   return `${(space > DESCRIPTION_LENGTH / 2 ? cut.slice(0, space) : cut).replace(/[\s.,;:!?-]+$/, '')}…`;
-}
-
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/** escapeHtml makes text safe in element content and in quoted attribute values. */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 }
 
 export default sharePageRoutes;

@@ -1,0 +1,182 @@
+/**
+ * `GET /search`: entries matching a term and a date range, 20 a page, server-rendered. It reads through
+ * `entryQuery` like the export, so a term matches here exactly what `q` matches there; paging uses
+ * the same (timestamp, uuid) keyset in both directions, so pages never skip or repeat entries while
+ * entries are added.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { parseUuid } from '../../domain/uuid.ts';
+import { cardText } from '../../formats/share-image/text.ts';
+import { badRequest } from '../../plugins/problem.ts';
+import type { EntryCursor, EntryFilter } from '../../storage/entry-query.ts';
+import { entryArticle, reportDialog } from '../../web/components.ts';
+import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
+import { html } from '../../web/html.ts';
+import { page, sendPage } from '../../web/layout.ts';
+import { baseUrlOf } from '../links.ts';
+
+export const PAGE_SIZE = 20;
+const MAX_TERM_LENGTH = 200;
+const DAY = 86_400;
+
+export interface SearchParams {
+  q: string;
+  /** YYYY-MM-DD as given, or ''. */
+  from: string;
+  to: string;
+  filter: EntryFilter;
+  next?: EntryCursor;
+  prev?: EntryCursor;
+}
+
+/** dayStart is the Unix second a YYYY-MM-DD day begins (UTC); null when it is no real date. */
+function dayStart(value: string): number | null {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!match) return null;
+  const time = Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]));
+  // Date.UTC rolls 2023-02-31 over into March; a real date survives the round trip.
+  return new Date(time).toISOString().slice(0, 10) === value ? time / 1000 : null;
+}
+
+function parseCursor(name: string, value: string): EntryCursor {
+  const match = /^(\d{1,15})\.(.+)$/.exec(value);
+  const uuid = match ? parseUuid(match[2]!) : null;
+  if (match === null || uuid === null) throw badRequest(`The parameter "${name}" is not a page position; use the links of the search page.`);
+  return { timestamp: Number(match[1]), uuid };
+}
+
+const cursorOf = (entry: { timestamp: number; uuid: string }) => `${entry.timestamp}.${entry.uuid}`;
+
+/**
+ * parseSearch checks the query string. The dates are whole days in UTC and both are included: `from`
+ * becomes the exclusive `after` one second before the day, `to` the exclusive `before` at the end of
+ * its day.
+ */
+export function parseSearch(query: Record<string, unknown>): SearchParams {
+  const text = (name: string) => {
+    const value = query[name];
+    if (value === undefined) return '';
+    if (typeof value !== 'string') throw badRequest(`Give the parameter "${name}" once.`);
+    return value.trim();
+  };
+  const q = text('q');
+  if ([...q].length > MAX_TERM_LENGTH) throw badRequest(`The search term has ${[...q].length} characters; at most ${MAX_TERM_LENGTH} are allowed.`);
+  const filter: EntryFilter = { q };
+  const from = text('from');
+  const to = text('to');
+  if (from !== '') {
+    const start = dayStart(from);
+    if (start === null) throw badRequest(`The parameter "from" must be a date such as 2024-05-31; got "${from.slice(0, 40)}".`);
+    filter.after = start - 1;
+  }
+  if (to !== '') {
+    const start = dayStart(to);
+    if (start === null) throw badRequest(`The parameter "to" must be a date such as 2024-05-31; got "${to.slice(0, 40)}".`);
+    filter.before = start + DAY;
+  }
+  const next = text('next');
+  const prev = text('prev');
+  return {
+    q,
+    from,
+    to,
+    filter,
+    ...(next !== '' ? { next: parseCursor('next', next) } : {}),
+    ...(prev !== '' && next === '' ? { prev: parseCursor('prev', prev) } : {}),
+  };
+}
+
+const searchRoutes: FastifyPluginAsync = async (app) => {
+  const { entryQuery, variables } = app.storage;
+  const { appName } = app.config;
+
+  app.get('/search', { schema: { hide: true } }, async (request, reply) => {
+    const params = parseSearch(request.query as Record<string, unknown>);
+    const { filter } = params;
+    let found;
+    if (params.prev) {
+      found = await entryQuery.pageBefore(filter, PAGE_SIZE, params.prev);
+      // Fewer than a page before the cursor: show the first page in full instead of a short one.
+      if (found.length < PAGE_SIZE) found = await entryQuery.page(filter, PAGE_SIZE);
+    } else {
+      found = await entryQuery.page(filter, PAGE_SIZE, params.next);
+    }
+    const total = await entryQuery.countMatching(filter);
+    // The position of the first shown entry: everything matching, minus what comes after it.
+    const first = found[0];
+    const rank = first === undefined ? total + 1 : total - (await entryQuery.countMatching(filter, first));
+    const last = found.at(-1);
+    const values = await variables.values();
+    const emojis = await emojiFiles(app.storage);
+    const base = baseUrlOf(request);
+
+    const link = (extra: Record<string, string>) => {
+      const search = new URLSearchParams();
+      if (params.q) search.set('q', params.q);
+      if (params.from) search.set('from', params.from);
+      if (params.to) search.set('to', params.to);
+      for (const [key, value] of Object.entries(extra)) search.set(key, value);
+      return `/search?${search}`;
+    };
+    const hasPrev = first !== undefined && rank > 1;
+    const hasNext = last !== undefined && rank + found.length - 1 < total;
+    const filtered = params.q !== '' || params.from !== '' || params.to !== '';
+    const summary =
+      total === 0
+        ? filtered
+          ? 'No entries match. Try a shorter term or a wider date range.'
+          : 'There are no entries yet.'
+        : found.length === 0
+          ? `No more entries: all ${total} are on earlier pages.`
+          : `${rank}–${rank + found.length - 1} of ${total} ${total === 1 ? 'entry' : 'entries'}${filtered ? ' matching' : ''}`;
+
+    const main = html`<h1>Search</h1>
+<form class="search-form" method="get" action="/search" role="search" aria-label="Entries">
+<div class="field field-term">
+<label for="q">Text contains</label>
+<input type="search" id="q" name="q" value="${params.q}" maxlength="${MAX_TERM_LENGTH}" autocomplete="off" spellcheck="false">
+</div>
+<div class="field">
+<label for="from">Added from</label>
+<input type="date" id="from" name="from" value="${params.from}">
+</div>
+<div class="field">
+<label for="to">Added until</label>
+<input type="date" id="to" name="to" value="${params.to}">
+</div>
+<div class="field field-submit"><button class="button button-primary" type="submit">Search</button></div>
+</form>
+<p class="hint">Case-insensitive; dates are whole days in UTC, both included.</p>
+<section class="results" aria-labelledby="results-title">
+<h2 id="results-title" class="results-title">${summary}</h2>
+${
+  found.length > 0
+    ? html`<ol class="result-list" start="${rank}">
+${found.map(
+  (entry) => html`<li>${entryArticle({
+    uuid: entry.uuid,
+    timestamp: entry.timestamp,
+    // As on the share page each result links to: server values seeded by the uuid, neutral words.
+    text: entryHtml(cardText(entry.text, values, entry.uuid, appName), emojis, params.q || undefined),
+    shareUrl: `${base}/nonsense/${entry.uuid}`,
+  })}</li>
+`,
+)}</ol>`
+    : ''
+}
+${
+  hasPrev || hasNext
+    ? html`<nav class="pager" aria-label="Result pages">
+${hasPrev ? html`<a class="button" rel="prev" href="${link({ prev: cursorOf(first) })}">← Previous</a>` : html`<span></span>`}
+${hasNext ? html`<a class="button" rel="next" href="${link({ next: cursorOf(last) })}">Next →</a>` : html`<span></span>`}
+</nav>`
+    : ''
+}
+</section>
+${reportDialog()}`;
+    const title = params.q ? `“${params.q}”` : 'Search';
+    return sendPage(request, reply, page({ title, appName, current: 'search', main, scripts: ['site.js'] }));
+  });
+};
+
+export default searchRoutes;
