@@ -30,6 +30,14 @@ export interface Config {
   readonly rateLimitReport: RateLimit;
   /** Load the bundled demo data on first start of an empty embedded database. */
   readonly demoData: boolean;
+  /** Bearer token that `/metrics` requires, or null to leave it open. */
+  readonly metricsToken: string | null;
+  /** Answer 503 while the mean event-loop delay exceeds this (ms); null: never. */
+  readonly overloadMaxEventLoopDelayMs: number | null;
+  /** Answer 503 while the event-loop utilisation (0 to 1) exceeds this; null: never. */
+  readonly overloadMaxEventLoopUtilization: number | null;
+  /** Time a client has to send a whole request (headers and body), in ms; null: no limit. */
+  readonly requestTimeoutMs: number | null;
 }
 
 export class ConfigError extends Error {
@@ -151,6 +159,32 @@ function parseSwitch(raw: string): boolean {
   throw new Error(`must be "auto" or "off", got "${raw}"`);
 }
 
+function parseMetricsToken(raw: string): string | null {
+  if (raw === '') return null;
+  // It travels in an Authorization header: printable ASCII without spaces, and long enough to resist guessing.
+  if (!/^[\x21-\x7e]{16,256}$/.test(raw)) throw new Error('must be 16 to 256 printable characters without spaces');
+  return raw;
+}
+
+/** Parses a duration such as `500ms`, `30s` or `2m`, or `off` (null). */
+function parseDuration(raw: string): number | null {
+  const value = raw.trim().toLowerCase();
+  if (value === 'off') return null;
+  const match = /^(\d{1,7})(ms|s|m)$/.exec(value);
+  if (!match || Number(match[1]) === 0) throw new Error(`must be a duration such as 500ms, 30s or 2m, or "off", got "${raw}"`);
+  return Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as 'ms' | 's' | 'm'];
+}
+
+function parseUtilization(raw: string): number | null {
+  const value = raw.trim().toLowerCase();
+  if (value === 'off') return null;
+  const number = Number(value);
+  if (!/^(0?\.\d+|1(\.0*)?)$/.test(value) || number <= 0 || number > 1) {
+    throw new Error(`must be a fraction above 0 and at most 1 such as 0.98, or "off", got "${raw}"`);
+  }
+  return number;
+}
+
 /** Every option, in the order the README documents them. */
 export const OPTIONS = [
   { env: 'PORT', key: 'port', default: '8080', parse: parsePort, description: 'TCP port to listen on' },
@@ -168,6 +202,16 @@ export const OPTIONS = [
   { env: 'RATE_LIMIT_IMAGE', key: 'rateLimitImage', default: '60/1m', parse: parseRateLimit, description: 'per-address limit on share images' },
   { env: 'RATE_LIMIT_REPORT', key: 'rateLimitReport', default: '10/10m', parse: parseRateLimit, description: 'per-address limit on reports' },
   { env: 'DEMO_DATA', key: 'demoData', default: 'auto', parse: parseSwitch, description: 'load demo data into an empty embedded database on start (auto or off)' },
+  { env: 'METRICS_TOKEN', key: 'metricsToken', default: '', parse: parseMetricsToken, secret: true, description: 'bearer token required by /metrics (default: open)' },
+  {
+    env: 'OVERLOAD_MAX_EVENT_LOOP_DELAY', key: 'overloadMaxEventLoopDelayMs', default: '1s', parse: parseDuration,
+    description: 'answer 503 while the mean event-loop delay exceeds this (or off)',
+  },
+  {
+    env: 'OVERLOAD_MAX_EVENT_LOOP_UTILIZATION', key: 'overloadMaxEventLoopUtilization', default: 'off', parse: parseUtilization,
+    description: 'answer 503 while the event loop is busier than this fraction (or off)',
+  },
+  { env: 'REQUEST_TIMEOUT', key: 'requestTimeoutMs', default: '30s', parse: parseDuration, description: 'time a client has to send a whole request (or off)' },
 ] as const satisfies readonly Option<keyof Config>[];
 
 /**
@@ -200,6 +244,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
 }
 
 function redact(value: unknown): unknown {
+  if (value === null) return null;
   if (value && typeof value === 'object' && 'url' in value) {
     const url = new URL(String((value as { url: string }).url));
     if (url.password) url.password = '***';
@@ -210,5 +255,6 @@ function redact(value: unknown): unknown {
     if (url.password) url.password = '***';
     return url.href;
   }
-  return value;
+  // A secret that is not a URL (a token) is hidden whole.
+  return typeof value === 'string' ? '***' : value;
 }

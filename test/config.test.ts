@@ -28,6 +28,10 @@ describe('loadConfig', () => {
       rateLimitImage: { max: 60, windowMs: 60_000 },
       rateLimitReport: { max: 10, windowMs: 600_000 },
       demoData: true,
+      metricsToken: null,
+      overloadMaxEventLoopDelayMs: 1000,
+      overloadMaxEventLoopUtilization: null,
+      requestTimeoutMs: 30_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
   });
@@ -60,6 +64,36 @@ describe('loadConfig', () => {
     const shown = describeConfig(loadConfig({ DATABASE_URL: 'postgres://u:hunter2@db/x', REDIS_URL: 'redis://:hunter2@cache:6379' }));
     expect(JSON.stringify(shown)).not.toContain('hunter2');
     expect(shown.PORT).toBe(8080);
+  });
+});
+
+describe('operations settings', () => {
+  it('reads METRICS_TOKEN, the overload thresholds and REQUEST_TIMEOUT', () => {
+    const config = loadConfig({
+      METRICS_TOKEN: 'a-long-enough-token-123',
+      OVERLOAD_MAX_EVENT_LOOP_DELAY: '250ms',
+      OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '0.98',
+      REQUEST_TIMEOUT: '2m',
+    });
+    expect(config).toMatchObject({ metricsToken: 'a-long-enough-token-123', overloadMaxEventLoopDelayMs: 250, overloadMaxEventLoopUtilization: 0.98, requestTimeoutMs: 120_000 });
+    expect(loadConfig({ OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off', REQUEST_TIMEOUT: 'OFF', OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '1' })).toMatchObject({
+      overloadMaxEventLoopDelayMs: null,
+      requestTimeoutMs: null,
+      overloadMaxEventLoopUtilization: 1,
+    });
+  });
+
+  it('names each bad operations setting', () => {
+    const problems = problemsOf({ METRICS_TOKEN: 'short', OVERLOAD_MAX_EVENT_LOOP_DELAY: '0s', OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: '1.5', REQUEST_TIMEOUT: '30' });
+    expect(problems.map((p) => p.split(' ')[0])).toEqual(['METRICS_TOKEN', 'OVERLOAD_MAX_EVENT_LOOP_DELAY', 'OVERLOAD_MAX_EVENT_LOOP_UTILIZATION', 'REQUEST_TIMEOUT']);
+    for (const bad of ['0', '-0.5', 'x', '']) expect(problemsOf({ OVERLOAD_MAX_EVENT_LOOP_UTILIZATION: bad })[0]).toMatch(/^OVERLOAD_MAX_EVENT_LOOP_UTILIZATION/);
+    expect(problemsOf({ METRICS_TOKEN: 'has spaces in the middle of it' })[0]).toMatch(/^METRICS_TOKEN/);
+  });
+
+  it('hides METRICS_TOKEN when describing the configuration', () => {
+    const shown = describeConfig(loadConfig({ METRICS_TOKEN: 'a-long-enough-token-123' }));
+    expect(shown.METRICS_TOKEN).toBe('***');
+    expect(describeConfig(loadConfig({})).METRICS_TOKEN).toBeNull();
   });
 });
 

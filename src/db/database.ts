@@ -2,8 +2,10 @@
  * Opening the database and keeping its schema current. Everything above this layer works with a
  * `Database` and never learns which engine is underneath.
  */
-import { Kysely, Migrator, sql } from 'kysely';
+import fs from 'node:fs';
+import { Kysely, Migrator, sql, type LogEvent } from 'kysely';
 import type { DatabaseTarget } from '../config.ts';
+import { observeQuery, type DatabaseStats } from '../metrics/registry.ts';
 import type { EngineQuirks } from './dialects/quirks.ts';
 import { openPostgres, postgresQuirks } from './dialects/postgres.ts';
 import { openSqlite, sqliteQuirks } from './dialects/sqlite.ts';
@@ -16,6 +18,19 @@ export interface Database {
   /** A short description for logs, without credentials. */
   readonly label: string;
   close(): Promise<void>;
+  /** Figures for monitoring (pool use, file sizes), read at scrape time; cheap and side-effect free. */
+  stats?(): DatabaseStats;
+}
+
+/** Every query's time goes to the metrics; Kysely measures it only when a logger is set. */
+const timeQueries = (event: LogEvent) => observeQuery(event.queryDurationMillis, event.level === 'error');
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
 }
 
 export class SchemaOutdatedError extends Error {
@@ -32,24 +47,33 @@ export class SchemaOutdatedError extends Error {
 export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   if (target.engine === 'sqlite') {
     const { dialect, raw } = openSqlite(target.file);
-    const db = new Kysely<DB>({ dialect });
+    const db = new Kysely<DB>({ dialect, log: timeQueries });
     return {
       db,
       quirks: sqliteQuirks,
       label: `sqlite:${target.file}`,
+      stats: () => ({
+        engine: 'sqlite',
+        files: target.file === ':memory:' ? { database: 0, wal: 0 } : { database: fileSize(target.file), wal: fileSize(`${target.file}-wal`) },
+      }),
       close: once(async () => {
         await db.destroy();
         if (raw.open) raw.close();
       }),
     };
   }
-  const { dialect } = openPostgres(target.url);
-  const db = new Kysely<DB>({ dialect });
+  const { dialect, pool } = openPostgres(target.url);
+  // The pool listens for errors only on idle clients. A connection lost while a client is checked out
+  // (a query running, a transaction open) is emitted as an 'error' on that client, which with no
+  // listener would crash the process; the query itself fails anyway and the pool discards the client.
+  pool.on('connect', (client) => client.on('error', () => {}));
+  const db = new Kysely<DB>({ dialect, log: timeQueries });
   const url = new URL(target.url);
   return {
     db,
     quirks: postgresQuirks,
     label: `postgres://${url.host}${url.pathname}`,
+    stats: () => ({ engine: 'postgres', pool: { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount } }),
     close: once(() => db.destroy()),
   };
 }

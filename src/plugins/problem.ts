@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { STATUS_CODES } from 'node:http';
+import { databaseUnavailable } from '../metrics/registry.ts';
 
 /** HttpProblem is thrown by handlers for an expected failure; the error handler renders it. */
 export class HttpProblem extends Error {
@@ -41,6 +42,33 @@ export function problemBody(status: number, detail: string, extensions: Record<s
 /** sendProblem writes a problem+json response. */
 export function sendProblem(reply: FastifyReply, status: number, detail: string, extensions?: Record<string, unknown>) {
   return reply.code(status).type(PROBLEM_CONTENT_TYPE).send(problemBody(status, detail, extensions));
+}
+
+/** Seconds a client is asked to wait when the database is unreachable or busy. */
+export const DATABASE_RETRY_AFTER_S = 5;
+
+// Socket-level failures to reach a server, and PostgreSQL SQLSTATEs of class 08 (connection
+// exception) plus 57P01-57P03 (the server is shutting down or starting) and 53300 (too many
+// connections): the database is away or full, not the request wrong.
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300']);
+// node-postgres reports a lost connection and a full pool by message only.
+const UNREACHABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Connection ended unexpectedly/;
+
+/**
+ * isDatabaseUnavailable tells whether an error means the database cannot be used right now (server
+ * unreachable, connection lost, SQLite locked by another process beyond the busy timeout), so the
+ * answer is 503 with Retry-After rather than 500.
+ */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (error === null || typeof error !== 'object' || depth > 3) return false;
+  const { code, message, errors, cause } = error as { code?: unknown; message?: unknown; errors?: unknown; cause?: unknown };
+  if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || code.startsWith('08') || code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'))) {
+    return true;
+  }
+  if (typeof message === 'string' && UNREACHABLE_MESSAGES.test(message)) return true;
+  // A host name with several addresses fails as an AggregateError of one error per address.
+  if (Array.isArray(errors) && errors.some((e) => isDatabaseUnavailable(e, depth + 1))) return true;
+  return isDatabaseUnavailable(cause, depth + 1);
 }
 
 const ALLOW_CANDIDATES = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -82,6 +110,12 @@ export default fp(
       if (error.validation) return sendProblem(reply, 400, describeValidation(error));
       const known = describeFrameworkError(error, request);
       if (known) return sendProblem(reply, known.status, known.detail);
+      if (isDatabaseUnavailable(error)) {
+        databaseUnavailable.inc();
+        request.log.warn({ reqId: request.id, method: request.method, url: request.url, err: error }, 'database unavailable');
+        reply.header('retry-after', String(DATABASE_RETRY_AFTER_S));
+        return sendProblem(reply, 503, `The database is not available at the moment; try again in ${DATABASE_RETRY_AFTER_S} s.`);
+      }
       const status = error.statusCode ?? 500;
       if (status >= 400 && status < 500) {
         return sendProblem(reply, status, error.message || STATUS_CODES[status] || 'The request was not accepted.');

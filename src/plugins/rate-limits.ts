@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookH
 import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import type { RateLimit } from '../config.ts';
+import { rateLimited } from '../metrics/registry.ts';
 import { HttpProblem } from './problem.ts';
 
 type Limiter = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -62,6 +63,7 @@ export default fp(
             max: limit.max,
             timeWindow: limit.windowMs,
             keyGenerator: (request: FastifyRequest) => `${name}:${normalizeIP(request.ip)}`,
+            onExceeded: () => rateLimited.inc({ budget: name }),
           }) as Limiter);
 
     const read = limiter('read', rateLimitRead);

@@ -101,7 +101,10 @@ export class EntryQuery {
       query = query.where('entries.text', 'not like', '%\n%').where('entries.text', 'not like', '%\r%');
     }
     if (cursor) {
-      query = query.where((eb) =>
+      // The redundant `created_at >=` bound lets both engines seek the (state, created_at, uuid) index
+      // to the cursor; with the OR alone they scan from the first entry on every page, which made a
+      // full export quadratic (a 200,000-entry CSV took 10 s instead of 1).
+      query = query.where('entries.created_at', '>=', cursor.timestamp).where((eb) =>
         eb.or([
           eb('entries.created_at', '>', cursor.timestamp),
           eb.and([eb('entries.created_at', '=', cursor.timestamp), eb('entries.uuid', '>', cursor.uuid)]),
@@ -123,6 +126,8 @@ export class EntryQuery {
    */
   async pageBefore(filter: EntryFilter, limit: number, cursor: EntryCursor): Promise<EntryRecord[]> {
     const rows = await this.select(filter)
+      // As in `select`: the bound lets the index seek to the cursor.
+      .where('entries.created_at', '<=', cursor.timestamp)
       .where((eb) =>
         eb.or([
           eb('entries.created_at', '<', cursor.timestamp),

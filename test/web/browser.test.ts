@@ -356,7 +356,8 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
     await page.getByRole('button', { name: 'Save variable' }).click();
     await expect.poll(() => page.locator('#console-message').textContent()).toBe('$COLOUR$ added.');
     const colour = page.locator('#variable-list > li').filter({ hasText: '$COLOUR$' });
-    expect(await colour.locator('.values').textContent()).toBe('2 values: teal · ochre');
+    // The message shows as soon as the write succeeds; the list is re-read after it.
+    await expect.poll(() => colour.locator('.values').textContent()).toBe('2 values: teal · ochre');
     await colour.getByRole('button', { name: 'Edit' }).click();
     await page.getByLabel('Values, one a line').fill('teal\nochre\nmauve');
     await page.getByRole('button', { name: 'Save variable' }).click();
@@ -364,7 +365,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
     expect(((await (await fetch(`${main.url}/api/v1/variables`)).json()) as { name: string }[]).some((v) => v.name === '$COLOUR$')).toBe(true);
     await acceptNextConfirm(page, () => colour.getByRole('button', { name: 'Delete' }).click());
     await expect.poll(() => page.locator('#console-message').textContent()).toBe('$COLOUR$ deleted.');
-    expect(await colour.count()).toBe(0);
+    await expect.poll(() => colour.count()).toBe(0);
 
     // Emojis: upload a PNG, see it, delete it.
     await page.getByRole('link', { name: 'Emojis' }).click();

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CARD_DESIGN_VERSION, renderShareImage, type CustomEmojiImage } from '../../formats/share-image/render.ts';
 import { cardText, customEmojiNames } from '../../formats/share-image/text.ts';
+import { shareImageCache, shareImageRender } from '../../metrics/registry.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { notFound } from '../../plugins/problem.ts';
 import type { EntryRecord } from '../../storage/entries.ts';
@@ -83,11 +84,21 @@ export class CardCache {
     if (hit !== undefined) {
       this.done.delete(key);
       this.done.set(key, hit);
+      shareImageCache.inc({ result: 'hit' });
       return hit;
     }
     let pending = this.pending.get(key);
-    if (pending === undefined) {
-      pending = this.limited(render).then(
+    if (pending !== undefined) shareImageCache.inc({ result: 'joined' });
+    else {
+      shareImageCache.inc({ result: 'miss' });
+      pending = this.limited(async () => {
+        const stop = shareImageRender.startTimer();
+        try {
+          return await render();
+        } finally {
+          stop();
+        }
+      }).then(
         (png) => {
           this.pending.delete(key);
           this.store(key, png);

@@ -1,0 +1,232 @@
+/**
+ * The service as a real process on the embedded engine: secrets stay out of the logs, SIGTERM lets
+ * an in-flight export finish and closes the database cleanly, and SIGKILL in the middle of an import
+ * or of a burst of admin writes leaves an intact database that holds every acknowledged write.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
+import { migrate, openDatabase } from '../../src/db/database.ts';
+import { createStorage, type Storage } from '../../src/storage/index.ts';
+import { tempDir } from '../helper.ts';
+
+const BIN = path.resolve('bin/nonsense.js');
+// Vite sets BASE_URL for its own use; the service must not inherit it.
+const { BASE_URL: _viteBase, ...parentEnv } = process.env;
+
+async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+interface Running {
+  child: ChildProcess;
+  base: string;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** serve starts `nonsense serve` and resolves once it answers /healthz. */
+async function serve(env: Record<string, string>): Promise<Running> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { ...parentEnv, LOG_LEVEL: 'info', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', PORT: String(port), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`serve exited early:\n${output}`);
+    try {
+      if ((await fetch(`${base}/healthz`)).ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (i > 300) throw new Error(`serve did not start:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { child, base, output: () => output, exited };
+}
+
+/** openStorage opens (and migrates) a database file in this process. */
+async function openStorage(file: string): Promise<{ storage: Storage; close: () => Promise<void> }> {
+  const database = await openDatabase(loadConfig({ DATABASE_URL: file }).database);
+  await migrate(database);
+  return { storage: createStorage(database), close: () => database.close() };
+}
+
+async function seed(file: string, count: number): Promise<string> {
+  const { storage, close } = await openStorage(file);
+  const rows = Array.from({ length: count }, (_, i) => ({
+    uuid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    text: `Seeded entry number ${i}, long enough to look like real nonsense.`,
+    timestamp: 1_600_000_000 + i,
+  }));
+  await storage.entries.insertEntries(rows);
+  const token = (await storage.tokens.create('ops'))!;
+  await close();
+  return token;
+}
+
+function integrity(file: string): { check: string; texts: Set<string>; count: number } {
+  const db = new Database(file, { readonly: true });
+  try {
+    const check = (db.pragma('integrity_check') as { integrity_check: string }[]).map((row) => row.integrity_check).join('; ');
+    const texts = new Set((db.prepare('select text from entries').all() as { text: string }[]).map((row) => row.text));
+    return { check, texts, count: texts.size };
+  } finally {
+    db.close();
+  }
+}
+
+describe('a real server process', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = tempDir();
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('never logs tokens, the Authorization header or passwords in URLs', async () => {
+    const file = path.join(dir, 'secrets.db');
+    const token = await seed(file, 3);
+    const redisPort = await freePort();
+    const server = await serve({
+      DATABASE_URL: file,
+      LOG_LEVEL: 'debug',
+      REDIS_URL: `redis://:redis-hunter2@127.0.0.1:${redisPort}`,
+      METRICS_TOKEN: 'metrics-hunter2-0123456789',
+    });
+    const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    expect((await fetch(`${server.base}/api/v1/admin/nonsense`, { method: 'POST', headers: admin, body: JSON.stringify({ text: 'Logged write' }) })).status).toBe(201);
+    expect((await fetch(`${server.base}/api/v1/admin/reports`, { headers: { authorization: 'Bearer wrong-hunter2-token' } })).status).toBe(401);
+    expect((await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer metrics-hunter2-0123456789' } })).status).toBe(200);
+    expect((await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bad-hunter2-guess-0000' } })).status).toBe(401);
+    server.child.kill('SIGTERM');
+    await server.exited;
+
+    // A database that cannot be reached: the failure is reported without the password.
+    const closed = await freePort();
+    const failing = spawn(process.execPath, [BIN, 'serve'], {
+      env: { ...parentEnv, DATABASE_URL: `postgres://svc:pg-hunter2@127.0.0.1:${closed}/nonsense`, PORT: String(await freePort()) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let failed = '';
+    failing.stdout!.on('data', (chunk) => (failed += chunk));
+    failing.stderr!.on('data', (chunk) => (failed += chunk));
+    const code = await new Promise((resolve) => failing.once('exit', resolve));
+
+    const logs = server.output();
+    expect(logs).toMatch(/"msg":"request"/);
+    expect(logs).toMatch(/"REDIS_URL":"redis:\/\/:\*\*\*@/);
+    expect(logs).toMatch(/"METRICS_TOKEN":"\*\*\*"/);
+    expect(code).not.toBe(0);
+    expect(failed).toMatch(/ECONNREFUSED|connect/);
+    for (const secret of [token, 'hunter2']) {
+      expect(logs).not.toContain(secret);
+      expect(failed).not.toContain(secret);
+    }
+  });
+
+  it('finishes an in-flight export on SIGTERM, refuses new connections, then closes the database cleanly', async () => {
+    const file = path.join(dir, 'shutdown.db');
+    const count = 20_000;
+    await seed(file, count);
+    const server = await serve({ DATABASE_URL: file });
+    // A slow client: it reads the first chunk, then stops reading while the server is told to stop.
+    const body = new Promise<string>((resolve, reject) => {
+      http.get(`${server.base}/api/v1/nonsense?format=csv`, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.once('data', (first: string) => {
+          text += first;
+          res.pause();
+          server.child.kill('SIGTERM');
+          setTimeout(() => {
+            res.on('data', (chunk: string) => (text += chunk));
+            res.resume();
+          }, 700);
+        });
+        res.on('end', () => resolve(text));
+        res.on('error', reject);
+      }).on('error', reject);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Shutting down: no new connections are accepted.
+    await expect(fetch(`${server.base}/healthz`)).rejects.toThrow();
+    const csv = await body;
+    expect(csv.split('\r\n').filter(Boolean)).toHaveLength(count + 1);
+    expect(csv.endsWith(`,${1_600_000_000 + count - 1}\r\n`)).toBe(true);
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(server.output()).toMatch(/shutting down/);
+    // A clean close checkpoints the write-ahead log into the database file and removes it.
+    expect(fs.existsSync(`${file}-wal`)).toBe(false);
+    expect(integrity(file)).toMatchObject({ check: 'ok', count });
+  });
+
+  it('survives SIGKILL during an import: intact, and nothing of the import half-written', async () => {
+    const file = path.join(dir, 'import.db');
+    await seed(file, 10);
+    const csv = path.join(dir, 'big.csv');
+    const rows = ['uuid,nonsense,original_nonsense,timestamp'];
+    for (let i = 0; i < 80_000; i++) rows.push(`,Imported line ${i} about a kettle that learned to whistle jazz,,${1_650_000_000 + i}`);
+    fs.writeFileSync(csv, `${rows.join('\r\n')}\r\n`);
+    const importer = spawn(process.execPath, [BIN, 'import', csv], { env: { ...parentEnv, DATABASE_URL: file }, stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => importer.once('exit', (_code, signal) => resolve(signal)));
+    // Mid-way: once the import's uncommitted pages have started to fill the write-ahead log.
+    for (let i = 0; i < 600 && importer.exitCode === null; i++) {
+      if (fs.existsSync(`${file}-wal`) && fs.statSync(`${file}-wal`).size > 2 * 1024 * 1024) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    importer.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    const after = integrity(file);
+    expect(after.check).toBe('ok');
+    expect(after.count).toBe(10);
+  });
+
+  it('survives SIGKILL during a burst of admin writes with every acknowledged write kept', async () => {
+    const file = path.join(dir, 'burst.db');
+    const token = await seed(file, 10);
+    const server = await serve({ DATABASE_URL: file, LOG_LEVEL: 'warn' });
+    const acknowledged: string[] = [];
+    let stop = false;
+    let n = 0;
+    const writer = async () => {
+      while (!stop) {
+        const text = `Burst write ${n++} ${Math.random().toString(36).slice(2)}`;
+        try {
+          const res = await fetch(`${server.base}/api/v1/admin/nonsense`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ text }),
+          });
+          if (res.status === 201) acknowledged.push(text);
+        } catch {
+          return; // the server is gone
+        }
+      }
+    };
+    const writers = Array.from({ length: 16 }, writer);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    server.child.kill('SIGKILL');
+    stop = true;
+    await Promise.all(writers);
+    expect(await server.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(acknowledged.length).toBeGreaterThan(20);
+    const after = integrity(file);
+    expect(after.check).toBe('ok');
+    const missing = acknowledged.filter((text) => !after.texts.has(text));
+    expect(missing).toEqual([]);
+  });
+});
