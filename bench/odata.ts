@@ -1,0 +1,218 @@
+/**
+ * The OData v2 interface over a large database (1,000,000 entries by default): the whole feed with
+ * `all=true` in Atom and in JSON (wall time, size, and the serving process's peak RSS above its idle
+ * RSS, from VmHWM in /proc/<pid>/status; target: under 150 MB above idle), then requests/s of single
+ * pages of 100 with a `$filter`, measured with autocannon.
+ *
+ *   npm run bench:odata
+ *   ODATA_BENCH_ENTRIES=200000 ODATA_BENCH_SECONDS=5 npm run bench:odata
+ *   ODATA_BENCH_DATABASE=postgres npm run bench:odata      # on the server of TEST_POSTGRES_URL
+ *
+ * The service runs as its own process (`nonsense serve`), with rate limits and the event-loop
+ * overload refusal off, so that the figures are the service's and not its protections'.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { sql } from 'kysely';
+import pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { migrate, openDatabase } from '../src/db/database.ts';
+import { createStorage } from '../src/storage/index.ts';
+
+const ENTRIES = Number(process.env.ODATA_BENCH_ENTRIES ?? 1_000_000);
+const SECONDS = Number(process.env.ODATA_BENCH_SECONDS ?? 10);
+const PORT = Number(process.env.ODATA_BENCH_PORT ?? 18421);
+const ENGINE = process.env.ODATA_BENCH_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
+const PG_SERVER = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const RSS_TARGET_MB = 150;
+const FIRST_TIMESTAMP = 1_500_000_000;
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-odata-bench-'));
+const pgName = `nonsense_odata_bench_${Date.now()}`;
+const databaseUrl = ENGINE === 'postgres' ? Object.assign(new URL(PG_SERVER), { pathname: `/${pgName}` }).href : path.join(dir, 'odata.db');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * seed generates the entries in the database itself (a million single inserts would measure the
+ * client): every 10th holds a server variable, every 7th a line break, every 11th markup and `&`.
+ */
+async function seed(): Promise<number> {
+  const started = Date.now();
+  const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database);
+  await migrate(database);
+  await createStorage(database).variables.insertMissing([{ name: '$ANIMAL$', description: 'An animal.', values: ['goose', 'capybara', 'newt'] }]);
+  const db = database.db;
+  if (database.quirks.engine === 'postgres') {
+    await sql`insert into entries (uuid, text, text_key, created_at, state, updated_at)
+      select gen_random_uuid()::text, t, lower(t), ${FIRST_TIMESTAMP} + n, 'visible', 0
+      from (select n, 'Entry ' || n || case
+          when n % 10 = 0 then ': the $ANIMAL$ filed a complaint, "politely", about the weather.'
+          when n % 7 = 0 then ': a sock went missing' || chr(10) || 'and came back wiser.'
+          when n % 11 = 0 then ': <b>socks</b> & sandals, ]]> and all.'
+          else ': a sock went missing and came back wiser.' end as t
+        from generate_series(1, ${ENTRIES}) as n) as generated`.execute(db);
+    await sql`analyze entries`.execute(db);
+  } else {
+    await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${ENTRIES}),
+      generated(i, t) as (select i, 'Entry ' || i || case
+          when i % 10 = 0 then ': the $ANIMAL$ filed a complaint, "politely", about the weather.'
+          when i % 7 = 0 then ': a sock went missing' || char(10) || 'and came back wiser.'
+          when i % 11 = 0 then ': <b>socks</b> & sandals, ]]> and all.'
+          else ': a sock went missing and came back wiser.' end from n)
+      insert into entries (uuid, text, text_key, created_at, state, updated_at)
+      select lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-a' ||
+             substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+             t, lower(t), ${FIRST_TIMESTAMP} + i, 'visible', 0 from generated`.execute(db);
+    await sql`analyze`.execute(db);
+  }
+  await sql`update meta set value = value + 1 where key = 'revision'`.execute(db);
+  await database.close();
+  return (Date.now() - started) / 1000;
+}
+
+type StatusField = 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile';
+
+/** mb reads a memory figure of a process from /proc/<pid>/status, in MB (Linux). VmHWM is the peak RSS. */
+function mb(pid: number, field: StatusField): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match![1]) / 1024;
+}
+
+/**
+ * sampleMemory polls the anonymous (heap, buffers) and file-backed parts of the RSS every 50 ms until
+ * stopped, and returns their maxima. VmHWM counts both; on SQLite the file-backed part is the database
+ * file mapped by `mmap_size`, page cache that the kernel can drop, not memory the process allocated.
+ */
+function sampleMemory(pid: number): () => { anon: number; file: number } {
+  const max = { anon: 0, file: 0 };
+  const sample = () => {
+    max.anon = Math.max(max.anon, mb(pid, 'RssAnon'));
+    max.file = Math.max(max.file, mb(pid, 'RssFile'));
+  };
+  sample();
+  const timer = setInterval(sample, 50);
+  return () => {
+    clearInterval(timer);
+    sample();
+    return max;
+  };
+}
+
+async function startService(): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(PORT),
+      LOG_LEVEL: 'warn',
+      DEMO_DATA: 'off',
+      RATE_LIMIT_READ: 'off',
+      OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${PORT}/readyz`)).ok) return child;
+    } catch {
+      if (i > 300 || child.exitCode !== null) throw new Error('the service did not start');
+    }
+    await sleep(100);
+  }
+}
+
+/** readAll streams a whole-feed response, counting bytes and entries (`</entry>` in Atom, `"__metadata"` in JSON). */
+async function readAll(url: string, marker: string): Promise<{ seconds: number; bytes: number; entries: number }> {
+  const started = Date.now();
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+  const decoder = new TextDecoder();
+  let bytes = 0;
+  let entries = 0;
+  let carry = '';
+  for await (const chunk of res.body!) {
+    bytes += (chunk as Uint8Array).byteLength;
+    const text = carry + decoder.decode(chunk as Uint8Array, { stream: true });
+    for (let at = text.indexOf(marker); at !== -1; at = text.indexOf(marker, at + marker.length)) entries++;
+    carry = text.slice(-(marker.length - 1));
+  }
+  return { seconds: (Date.now() - started) / 1000, bytes, entries };
+}
+
+async function rps(base: string, requestPath: string): Promise<string> {
+  const before = await fetch(base + requestPath);
+  const body = await before.text();
+  if (!before.ok) throw new Error(`${requestPath}: ${before.status} ${body}`);
+  const result = await autocannon({ url: base + requestPath, connections: 10, duration: SECONDS });
+  return `${result.requests.average.toFixed(0)} req/s (p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, ${result.errors + result.non2xx} errors)`;
+}
+
+let admin: pg.Client | undefined;
+if (ENGINE === 'postgres') {
+  admin = new pg.Client({ connectionString: PG_SERVER });
+  await admin.connect();
+  await admin.query(`create database ${pgName}`);
+}
+try {
+  console.log(`seeding ${ENTRIES} entries on ${ENGINE}: ${(await seed()).toFixed(0)} s`);
+  const service = await startService();
+  const base = `http://127.0.0.1:${PORT}`;
+  await fetch(`${base}/odata/v2/$metadata`);
+  await sleep(1000);
+  const idle = mb(service.pid!, 'VmRSS');
+  const idlePeak = mb(service.pid!, 'VmHWM');
+  const idleAnon = mb(service.pid!, 'RssAnon');
+  const idleFile = mb(service.pid!, 'RssFile');
+
+  const whole: string[] = [];
+  for (const [label, url, marker] of [
+    ['Atom, all=true', `${base}/odata/v2/nonsense_list?all=true`, '</entry>'],
+    ['JSON, all=true', `${base}/odata/v2/nonsense_list?all=true&$format=json`, '"__metadata"'],
+    ['Atom, all=true, $filter=multiline', `${base}/odata/v2/nonsense_list?all=true&$filter=multiline`, '</entry>'],
+  ] as const) {
+    const stop = sampleMemory(service.pid!);
+    const result = await readAll(url, marker);
+    const sampled = stop();
+    const peak = mb(service.pid!, 'VmHWM');
+    whole.push(
+      `| ${label} | ${result.entries} | ${result.seconds.toFixed(1)} s | ${(result.bytes / 1e6).toFixed(0)} MB | ` +
+        `${(result.entries / result.seconds).toFixed(0)} entries/s | ${(peak - idle).toFixed(0)} MB | ` +
+        `${(sampled.anon - idleAnon).toFixed(0)} MB | ${(sampled.file - idleFile).toFixed(0)} MB |`,
+    );
+  }
+  const peakAbove = mb(service.pid!, 'VmHWM') - idle;
+
+  const middle = FIRST_TIMESTAMP + Math.floor(ENTRIES / 2);
+  const pages: string[] = [];
+  for (const [label, requestPath] of [
+    ["Atom, $filter=substringof('sock',nonsense)", "/odata/v2/nonsense_list?$filter=substringof('sock',nonsense)"],
+    [`Atom, $filter=timestamp ge ${middle}, $inlinecount=allpages`, `/odata/v2/nonsense_list?$filter=timestamp ge ${middle}&$inlinecount=allpages`],
+    ["JSON, $filter=startswith(nonsense,'Entry 9') and not multiline", "/odata/v2/nonsense_list?$filter=startswith(nonsense,'Entry 9') and not multiline&$format=json"],
+  ] as const) {
+    pages.push(`| ${label} | ${await rps(base, encodeURI(requestPath).replace(/'/g, '%27'))} |`);
+  }
+  service.kill('SIGTERM');
+  await new Promise((resolve) => service.once('exit', resolve));
+
+  console.log(`\n${ENTRIES} entries on ${ENGINE}, ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `serving process: ${idle.toFixed(0)} MB RSS idle (${idleAnon.toFixed(0)} MB anonymous, ${idleFile.toFixed(0)} MB file-backed; peak at start ${idlePeak.toFixed(0)} MB)\n`,
+  );
+  console.log('| whole feed | entries | time | size | rate | peak RSS (VmHWM) above idle | of it: anonymous, max above idle | file-backed (mapped database), max above idle |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const row of whole) console.log(row);
+  console.log(`\npeak RSS above idle: ${peakAbove.toFixed(0)} MB (target under ${RSS_TARGET_MB} MB): ${peakAbove < RSS_TARGET_MB ? 'met' : 'MISSED'}`);
+  console.log(`\n| page of 100, 10 connections, ${SECONDS} s | requests/s |`);
+  console.log('|---|---|');
+  for (const row of pages) console.log(row);
+  if (peakAbove >= RSS_TARGET_MB) process.exitCode = 1;
+} finally {
+  if (admin) {
+    await admin.query(`drop database if exists ${pgName} with (force)`);
+    await admin.end();
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+}
