@@ -7,7 +7,7 @@ import pg from 'pg';
 import { defineConfig } from 'vitest/config';
 
 const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const ON_BOTH_ENGINES = ['test/routes/**/*.test.ts', 'test/storage/**/*.test.ts', 'test/import/**/*.test.ts', 'test/odata/**/*.test.ts', 'test/fuzz/**/*.test.ts'];
+const ON_BOTH_ENGINES = ['test/routes/**/*.test.ts', 'test/storage/**/*.test.ts', 'test/import/**/*.test.ts', 'test/odata/**/*.test.ts', 'test/fuzz/**/*.test.ts', 'test/hardening/query-plans.test.ts'];
 
 async function postgresAnswers(): Promise<boolean> {
   const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 });

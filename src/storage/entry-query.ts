@@ -260,7 +260,19 @@ function afterValues(order: readonly EntryOrderKey[], values: readonly unknown[]
     alternatives.push(equalSoFar.length === 0 ? past : sql<SqlBool>`(${sql.join([...equalSoFar, past], sql` and `)})`);
     equalSoFar.push(sql<SqlBool>`${expression} = ${value}`);
   });
-  return alternatives.length === 0 ? sql<SqlBool>`1 = 0` : sql<SqlBool>`(${sql.join(alternatives, sql` or `)})`;
+  if (alternatives.length === 0) return sql<SqlBool>`1 = 0`;
+  return withLeadingBound(order[0]!, keyExpression(order[0]!), values[0], sql<SqlBool>`(${sql.join(alternatives, sql` or `)})`);
+}
+
+/**
+ * withLeadingBound adds the redundant bound "first key at or past its value" in front of an
+ * after-condition. The or-chain alone cannot seek an index on either engine, so each page would scan
+ * from the start; the bound lets the index seek straight to the resume point.
+ */
+function withLeadingBound(first: EntryOrderKey, expression: Expression<unknown>, value: unknown, condition: Expression<SqlBool>): Expression<SqlBool> {
+  if (value === null || value === undefined) return condition;
+  const bound = first.direction === 'asc' ? sql<SqlBool>`${expression} >= ${value}` : sql<SqlBool>`${expression} <= ${value}`;
+  return sql<SqlBool>`(${bound} and ${condition})`;
 }
 
 /**
@@ -278,5 +290,7 @@ function afterCursor(order: readonly EntryOrderKey[], cursor: EntryCursor): Expr
     alternatives.push(equalSoFar.length === 0 ? past : sql<SqlBool>`(${sql.join([...equalSoFar, past], sql` and `)})`);
     equalSoFar.push(sql<SqlBool>`${column} = ${value}`);
   }
-  return sql<SqlBool>`(${sql.join(alternatives, sql` or `)})`;
+  const first = order[0]!;
+  const firstValue = 'column' in first && first.column === 'uuid' ? cursor.uuid : cursor.timestamp;
+  return withLeadingBound(first, keyExpression(first), firstValue, sql<SqlBool>`(${sql.join(alternatives, sql` or `)})`);
 }

@@ -37,4 +37,15 @@ describe('query plans of the streamed walks', () => {
     for await (const page of t.storage.entryQuery.pages({}, 500)) pages.push(page.length);
     expect(pages).toEqual([500, 500, 500, 500, 500, 500]);
   });
+
+  it('seeks the index for list pages resumed after a cursor (OData $skiptoken and all=true)', async () => {
+    const cursor = { timestamp: 1_600_002_000, uuid: '00000000-0000-4000-8000-000000002000' };
+    const next = await plan(t.storage.entryQuery.selectList({ after: cursor, limit: 100 }));
+    if (t.database.quirks.engine === 'sqlite') expect(next).toMatch(/entries_state_created \(state=\? AND created_at>/);
+    else expect(next).toMatch(/(Index Cond|Recheck Cond): [^"]*created_at >= /);
+    const seen: string[] = [];
+    for await (const page of t.storage.entryQuery.listPages({}, 700)) seen.push(...page.map((e) => e.uuid));
+    expect(seen).toHaveLength(3000);
+    expect(new Set(seen).size).toBe(3000);
+  });
 });
