@@ -3,6 +3,7 @@
  * app the server runs, with the same options.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -115,4 +116,13 @@ export function entry(text: string, timestamp = 1_700_000_000 + counter, uuid?: 
   counter++;
   const id = uuid ?? `00000000-0000-4000-8000-${String(counter).padStart(12, '0')}`;
   return { uuid: id, text, timestamp };
+}
+
+/** freePort finds a TCP port on 127.0.0.1 that nothing listens on, for tests that start a real server. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

@@ -6,26 +6,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase } from '../../src/db/database.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
-import { tempDir } from '../helper.ts';
+import { freePort, tempDir } from '../helper.ts';
 
 const BIN = path.resolve('bin/nonsense.js');
 // Vite sets BASE_URL for its own use; the service must not inherit it.
 const { BASE_URL: _viteBase, ...parentEnv } = process.env;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface Running {
   child: ChildProcess;

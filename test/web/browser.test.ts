@@ -10,13 +10,12 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_DIR } from '../../src/demo/load-demo.ts';
-import { tempDir } from '../helper.ts';
+import { freePort, tempDir } from '../helper.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
@@ -37,14 +36,6 @@ declare const window: Record<string, unknown>;
 declare const navigator: { clipboard: { readText(): Promise<string> } };
 declare const sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void };
 type Img = { naturalWidth: number };
-
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 interface Service {
   url: string;
