@@ -142,14 +142,14 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
     await page.getByRole('link', { name: 'Another one' }).click();
     await expect.poll(() => page.locator('.entry-text').textContent()).toBe(HOSTILE);
     expect(await page.evaluate(() => window.stayed)).toBe(true);
-    expect(await page.locator('.entry-text script').count()).toBe(0);
+    await expect.poll(() => page.locator('.entry-text script').count()).toBe(0);
 
     // The report dialog, by keyboard: open it, choose a reason, send.
     await page.getByRole('link', { name: 'Report' }).focus();
     await page.keyboard.press('Enter');
     const dialog = page.getByRole('dialog', { name: 'Report this entry' });
     await expect.poll(() => dialog.isVisible()).toBe(true);
-    expect(await dialog.locator('.report-preview').textContent()).toBe(HOSTILE);
+    await expect.poll(() => dialog.locator('.report-preview').textContent()).toBe(HOSTILE);
     await dialog.getByLabel('Same or near-identical entry already exists').check();
     await dialog.getByLabel(/Details/).fill('Seen it twice.');
     await dialog.getByRole('button', { name: 'Send report' }).click();
@@ -166,10 +166,10 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
 
     const plain = await newPage({ javaScriptEnabled: false });
     await plain.goto(`${small.url}/`);
-    expect(await plain.locator('.entry-text').textContent()).toBe(HOSTILE);
+    await expect.poll(() => plain.locator('.entry-text').textContent()).toBe(HOSTILE);
     expect(await plain.locator('[data-action=copy-link]').isVisible()).toBe(false);
     await plain.goto(`${small.url}/nonsense/${hostileUuid}`);
-    expect(await plain.locator('blockquote').textContent()).toBe(HOSTILE);
+    await expect.poll(() => plain.locator('blockquote').textContent()).toBe(HOSTILE);
   });
 
   it('random: "Another one" swaps the entry in place with JavaScript and reloads without', async () => {
@@ -194,7 +194,7 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
     });
     await page.getByRole('link', { name: 'Another one' }).click();
     await expect.poll(() => page.locator('article.entry').getAttribute('data-uuid')).toBe(TOAST_ENTRY);
-    expect(await page.locator('.entry-text').textContent()).toBe('someone says: Emotional support  reporting for duty. :unknown_one:');
+    await expect.poll(() => page.locator('.entry-text').textContent()).toBe('someone says: Emotional support  reporting for duty. :unknown_one:');
     const emoji = page.locator('.entry-text img.emoji');
     expect(await emoji.getAttribute('alt')).toBe(':toast:');
     await expect.poll(() => emoji.evaluate((img: Img) => img.naturalWidth)).toBe(128);
@@ -289,12 +289,12 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
     const reports = page.locator('#report-list > li.card');
     await expect.poll(() => reports.count()).toBe(2);
     expect(await page.evaluate(() => sessionStorage.getItem('nonsense-admin-token'))).toBe(main.token);
-    expect(await page.locator('[data-count=reports]').textContent()).toBe('2');
+    await expect.poll(() => page.locator('[data-count=reports]').textContent()).toBe('2');
     await screenshot(page, 'admin-desktop-light');
 
     // Accept the report on the socks entry (it becomes hidden), dismiss the other.
     const socks = reports.filter({ hasText: 'socks do not disappear' });
-    expect(await socks.locator('.card-details').textContent()).toBe('Details: The socks graduated violently.');
+    await expect.poll(() => socks.locator('.card-details').textContent()).toBe('Details: The socks graduated violently.');
     await socks.getByRole('button', { name: 'Accept and hide entry' }).click();
     await expect.poll(() => page.locator('#console-message').textContent()).toBe('Report accepted: the entry is hidden.');
     expect((await fetch(`${main.url}/api/v1/nonsense/8acee36d-429e-4d93-bea6-f7924f1e6ba5`)).status).toBe(404);
@@ -317,12 +317,12 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
     await page.getByRole('button', { name: 'Search' }).click();
     const found = page.locator('#entry-list > li.card');
     await expect.poll(() => found.count()).toBe(1);
-    expect(await found.locator('.entry-text').textContent()).toBe(HOSTILE);
+    await expect.poll(() => found.locator('.entry-text').textContent()).toBe(HOSTILE);
     const added = (await found.getAttribute('data-uuid'))!;
     for (const url of [`/search?q=ampersands`, `/nonsense/${added}`]) {
       const view = await newPage();
       await view.goto(`${main.url}${url}`);
-      expect(await view.locator('blockquote').first().textContent()).toBe(HOSTILE);
+      await expect.poll(() => view.locator('blockquote').first().textContent()).toBe(HOSTILE);
     }
     await found.getByRole('button', { name: 'Edit' }).click();
     await found.getByLabel('Text').fill(`${HOSTILE} (edited)`);
