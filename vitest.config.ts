@@ -1,12 +1,15 @@
 /**
- * Two projects: the whole suite on the embedded SQLite, and every test that goes through storage or
- * HTTP again on PostgreSQL (TEST_DATABASE=postgres; each test file gets its own database). When no
- * PostgreSQL server answers, the second project is left out and the run says so.
+ * Three projects: the unit tests that touch no database, once; every other test on the embedded
+ * SQLite; and every test that goes through storage or HTTP again on PostgreSQL (TEST_DATABASE=postgres;
+ * each test file gets its own database). When no PostgreSQL server answers, the third project is left
+ * out and the run says so; under CI=true that fails the run instead, so a green CI has run everything.
  */
 import pg from 'pg';
 import { defineConfig } from 'vitest/config';
 
 const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+/** Parsers, serialisers and rules: no database, no engine to repeat them on. */
+const UNIT = ['test/domain/**/*.test.ts', 'test/formats/**/*.test.ts', 'test/config.test.ts', 'test/odata/expression.test.ts', 'test/odata/xml.test.ts'];
 const ON_BOTH_ENGINES = ['test/routes/**/*.test.ts', 'test/storage/**/*.test.ts', 'test/import/**/*.test.ts', 'test/odata/**/*.test.ts', 'test/fuzz/**/*.test.ts', 'test/hardening/query-plans.test.ts'];
 
 async function postgresAnswers(): Promise<boolean> {
@@ -23,7 +26,14 @@ async function postgresAnswers(): Promise<boolean> {
 }
 
 export default defineConfig(async () => {
-  const withPostgres = process.env.TEST_DATABASE !== 'sqlite' && (await postgresAnswers());
+  const wanted = process.env.TEST_DATABASE !== 'sqlite';
+  const withPostgres = wanted && (await postgresAnswers());
+  if (wanted && !withPostgres && (process.env.CI === 'true' || process.env.CI === '1')) {
+    throw new Error(
+      `PostgreSQL does not answer at ${POSTGRES_URL.replace(/:[^:@/]*@/, ':***@')}, and under CI the PostgreSQL half of the suite ` +
+        'must run: start the server (.ci/run does) or set TEST_POSTGRES_URL.',
+    );
+  }
   if (!withPostgres) {
     console.warn(
       `\n*** PostgreSQL does not answer at ${POSTGRES_URL.replace(/:[^:@/]*@/, ':***@')} (or TEST_DATABASE=sqlite): ` +
@@ -33,10 +43,13 @@ export default defineConfig(async () => {
   const shared = { pool: 'forks' as const, testTimeout: 20_000, hookTimeout: 30_000 };
   return {
     test: {
+      // Builds dist/ (when stale) for the tests that run bin/nonsense.js.
+      globalSetup: ['test/global-setup.ts'],
       projects: [
-        { test: { ...shared, name: 'sqlite', include: ['test/**/*.test.ts'], env: { TEST_DATABASE: 'sqlite' } } },
+        { test: { ...shared, name: 'unit', include: UNIT } },
+        { test: { ...shared, name: 'sqlite', include: ['test/**/*.test.ts'], exclude: UNIT, env: { TEST_DATABASE: 'sqlite' } } },
         ...(withPostgres
-          ? [{ test: { ...shared, name: 'postgres', include: ON_BOTH_ENGINES, env: { TEST_DATABASE: 'postgres', TEST_POSTGRES_URL: POSTGRES_URL } } }]
+          ? [{ test: { ...shared, name: 'postgres', include: ON_BOTH_ENGINES, exclude: UNIT, env: { TEST_DATABASE: 'postgres', TEST_POSTGRES_URL: POSTGRES_URL } } }]
           : []),
       ],
     },

@@ -1,66 +1,36 @@
 /**
  * The full CSV export over HTTP against the sqlite3 command-line shell writing CSV from the same
- * database file, in the same run: wall time, throughput and the service's peak resident memory.
+ * database file, in the same run, alternating: wall time, throughput and the service's peak resident
+ * memory over its idle figure. The shell is Debian's `sqlite3` (`apt-get install sqlite3`); without it
+ * the benchmark says so and stops.
  *
  *   npm run bench:export                 # 200,000 entries, 3 rounds
- *   EXPORT_ENTRIES=1000000 EXPORT_ROUNDS=1 npm run bench:export
+ *   EXPORT_ENTRIES=1000000 EXPORT_ROUNDS=1 BENCH_KEEP=1 npm run bench:export
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../src/config.ts';
-import { migrate, openDatabase } from '../src/db/database.ts';
-import { createStorage } from '../src/storage/index.ts';
+import { median, memory, seed, startService, waitForQuiet } from './lib.ts';
 
 const ENTRIES = Number(process.env.EXPORT_ENTRIES ?? 200_000);
 const ROUNDS = Number(process.env.EXPORT_ROUNDS ?? 3);
-const PORT = Number(process.env.EXPORT_PORT ?? 18191);
+const PORT = String(process.env.EXPORT_PORT ?? 18191);
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-export-bench-'));
-const dbFile = path.join(dir, 'export.db');
-
-async function seed(): Promise<void> {
-  const database = await openDatabase(loadConfig({ DATABASE_URL: dbFile }).database);
-  await migrate(database);
-  const storage = createStorage(database);
-  await storage.variables.insertMissing([{ name: '$ANIMAL$', description: 'An animal.', values: ['goose', 'capybara', 'newt'] }]);
-  const batch = 10_000;
-  for (let start = 0; start < ENTRIES; start += batch) {
-    await storage.entries.insertEntries(
-      Array.from({ length: Math.min(batch, ENTRIES - start) }, (_, i) => {
-        const n = start + i;
-        const text = n % 10 === 0 ? `Entry ${n}: the $ANIMAL$ filed a complaint, "politely", about the weather.` : `Entry ${n}: a sock went missing and came back wiser.`;
-        return { uuid: randomUUID(), text, timestamp: 1_600_000_000 + n };
-      }),
-    );
-  }
-  await database.close();
+const version = spawnSync('sqlite3', ['-version'], { encoding: 'utf8' });
+if (version.error !== undefined || version.status !== 0) {
+  console.error('bench:export compares with the sqlite3 command-line shell, which is not installed. On Debian: apt-get install sqlite3');
+  process.exit(2);
 }
+console.log(`sqlite3 ${version.stdout.trim().split(' ')[0]}`);
 
-/** kib reads a figure such as VmRSS or VmHWM of a process, in KiB (Linux). */
-function kib(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+/** kib reads VmHWM (peak resident memory) of a process, in KiB (Linux). */
+function peakKib(pid: number): number {
   try {
-    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return match ? Number(match[1]) : 0;
+    return Number(/^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   } catch {
     return 0;
-  }
-}
-
-async function startService(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
-    env: { ...process.env, DATABASE_URL: dbFile, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${PORT}/healthz`)).ok) return child;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 }
 
@@ -68,82 +38,86 @@ async function startService(): Promise<ChildProcess> {
 function download(): Promise<{ seconds: number; bytes: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    http.get(`http://127.0.0.1:${PORT}/api/v1/nonsense?format=csv`, (res) => {
-      let bytes = 0;
-      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
-      res.on('end', () => resolve({ seconds: (performance.now() - started) / 1000, bytes }));
-      res.on('error', reject);
-    }).on('error', reject);
+    http
+      .get(`http://127.0.0.1:${PORT}/api/v1/nonsense?format=csv`, (res) => {
+        let bytes = 0;
+        res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        res.on('end', () => resolve({ seconds: (performance.now() - started) / 1000, bytes }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
   });
 }
 
 /** shell runs sqlite3 -csv with the export's query, polling its peak memory while it runs. */
-function shell(): Promise<{ seconds: number; bytes: number; peakKib: number }> {
+function shell(file: string): Promise<{ seconds: number; bytes: number; peakKib: number }> {
   const started = performance.now();
   const query = "select uuid, text, created_at from entries where state = 'visible' order by created_at, uuid";
-  const child = spawn('sqlite3', ['-csv', '-header', dbFile, query], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('sqlite3', ['-csv', '-header', file, query], { stdio: ['ignore', 'pipe', 'inherit'] });
   let bytes = 0;
-  let peakKib = 0;
-  const poll = setInterval(() => (peakKib = Math.max(peakKib, kib(child.pid!, 'VmHWM'))), 20);
+  let peak = 0;
+  const poll = setInterval(() => (peak = Math.max(peak, peakKib(child.pid!))), 20);
   child.stdout.on('data', (chunk: Buffer) => {
     bytes += chunk.length;
-    peakKib = Math.max(peakKib, kib(child.pid!, 'VmHWM'));
+    peak = Math.max(peak, peakKib(child.pid!));
   });
   return new Promise((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code) => {
       clearInterval(poll);
       if (code !== 0) reject(new Error(`sqlite3 exited with ${code}`));
-      else resolve({ seconds: (performance.now() - started) / 1000, bytes, peakKib });
+      else resolve({ seconds: (performance.now() - started) / 1000, bytes, peakKib: peak });
     });
   });
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-const seedStarted = Date.now();
-await seed();
-console.log(`seeded ${ENTRIES} entries in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s; database ${(fs.statSync(dbFile).size / 1e6).toFixed(1)} MB`);
-const service = await startService();
-const pid = service.pid!;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-export-bench-'));
 try {
-  const idleRss = kib(pid, 'VmRSS');
-  const service_: number[] = [];
-  const baseline: number[] = [];
-  let serviceBytes = 0;
-  let shellBytes = 0;
-  let shellPeak = 0;
-  let peakRss = 0;
-  for (let round = 0; round < ROUNDS; round++) {
-    let sampling = true;
-    const sampler = (async () => {
-      while (sampling) {
-        peakRss = Math.max(peakRss, kib(pid, 'VmRSS'));
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    })();
-    const s = await download();
-    sampling = false;
-    await sampler;
-    const b = await shell();
-    service_.push(s.seconds);
-    baseline.push(b.seconds);
-    serviceBytes = s.bytes;
-    shellBytes = b.bytes;
-    shellPeak = Math.max(shellPeak, b.peakKib);
-    console.log(`round ${round + 1}: service ${s.seconds.toFixed(2)} s (${(s.bytes / 1e6).toFixed(1)} MB), sqlite3 -csv ${b.seconds.toFixed(2)} s (${(b.bytes / 1e6).toFixed(1)} MB)`);
+  const seeded = await seed(ENTRIES, dir);
+  console.log(`${ENTRIES} entries (${seeded.fresh ? 'seeded now' : 'reused'}); database ${(fs.statSync(seeded.file).size / 1e6).toFixed(1)} MB`);
+  const service = await startService({ DATABASE_URL: seeded.file, PORT, LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off' });
+  try {
+    // Idle first: with GALAXY=auto the galaxy's thread lays the entries out after the start.
+    const quiet = await waitForQuiet(service.pid);
+    if (quiet === null) console.log('the service was still busy after the start (the galaxy thread?) when the export began');
+    const idle = memory(service.pid).rss;
+    const own: number[] = [];
+    const baseline: number[] = [];
+    let serviceBytes = 0;
+    let shellBytes = 0;
+    let shellPeak = 0;
+    let peakRss = idle;
+    for (let round = 0; round < ROUNDS; round++) {
+      let sampling = true;
+      const sampler = (async () => {
+        while (sampling) {
+          peakRss = Math.max(peakRss, memory(service.pid).rss);
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+      })();
+      const s = await download();
+      sampling = false;
+      await sampler;
+      const b = await shell(seeded.file);
+      own.push(s.seconds);
+      baseline.push(b.seconds);
+      serviceBytes = s.bytes;
+      shellBytes = b.bytes;
+      shellPeak = Math.max(shellPeak, b.peakKib);
+      console.log(`round ${round + 1}: service ${s.seconds.toFixed(2)} s (${(s.bytes / 1e6).toFixed(1)} MB), sqlite3 -csv ${b.seconds.toFixed(2)} s (${(b.bytes / 1e6).toFixed(1)} MB)`);
+    }
+    const ratio = median(baseline) / median(own);
+    console.log(`\n${ENTRIES} entries, ${ROUNDS} rounds, medians`);
+    console.log('| export | service | sqlite3 -csv | ratio (sqlite3 time / service time) | service RSS idle → peak (growth) | sqlite3 peak RSS |');
+    console.log('|---|---|---|---|---|---|');
+    console.log(
+      `| full CSV, ${ENTRIES.toLocaleString('en')} entries | ${median(own).toFixed(2)} s, ${(serviceBytes / 1e6 / median(own)).toFixed(1)} MB/s, ${Math.round(ENTRIES / median(own)).toLocaleString('en')} rows/s | ` +
+        `${median(baseline).toFixed(2)} s, ${(shellBytes / 1e6 / median(baseline)).toFixed(1)} MB/s | **${ratio.toFixed(2)}** | ` +
+        `${idle.toFixed(0)} → ${peakRss.toFixed(0)} MiB (+${(peakRss - idle).toFixed(0)}) | ${(shellPeak / 1024).toFixed(0)} MiB |`,
+    );
+  } finally {
+    await service.stop();
   }
-  const ratio = median(baseline) / median(service_);
-  console.log(`\n${ENTRIES} entries, ${ROUNDS} rounds, medians`);
-  console.log('| export | service | sqlite3 -csv | ratio (sqlite3 time / service time) | service RSS idle → peak | sqlite3 peak RSS |');
-  console.log('|---|---|---|---|---|---|');
-  console.log(
-    `| full CSV, ${ENTRIES} entries | ${median(service_).toFixed(2)} s, ${(serviceBytes / 1e6 / median(service_)).toFixed(1)} MB/s, ${Math.round(ENTRIES / median(service_))} rows/s | ` +
-      `${median(baseline).toFixed(2)} s, ${(shellBytes / 1e6 / median(baseline)).toFixed(1)} MB/s | ${ratio.toFixed(2)} | ` +
-      `${(idleRss / 1024).toFixed(0)} → ${(peakRss / 1024).toFixed(0)} MiB | ${(shellPeak / 1024).toFixed(0)} MiB |`,
-  );
 } finally {
-  service.kill('SIGTERM');
-  await new Promise((resolve) => service.once('exit', resolve));
   fs.rmSync(dir, { recursive: true, force: true });
 }

@@ -1,26 +1,28 @@
 /**
  * The OData v2 interface over a large database (1,000,000 entries by default): the whole feed with
- * `all=true` in Atom and in JSON (wall time, size, and the serving process's peak RSS above its idle
- * RSS, from VmHWM in /proc/<pid>/status; target: under 150 MB above idle), then requests/s of single
- * pages of 100 with a `$filter`, measured with autocannon.
+ * `all=true` in Atom and in JSON (wall time, size, the serving process's peak RSS above its idle
+ * RSS, from VmHWM in /proc/<pid>/status, target: under 150 MB above idle; and the latency of
+ * `/healthz` probed every 20 ms meanwhile), then requests/s of single pages of 100 with a `$filter`,
+ * measured with autocannon.
  *
  *   npm run bench:odata
  *   ODATA_BENCH_ENTRIES=200000 ODATA_BENCH_SECONDS=5 npm run bench:odata
  *   ODATA_BENCH_DATABASE=postgres npm run bench:odata      # on the server of TEST_POSTGRES_URL
+ *   ODATA_BENCH_DATABASE_URL=/tmp/big.db npm run bench:odata   # reuse a database seeded before (bench/odata-seed.ts)
+ *   ODATA_BENCH_SECONDS=0 npm run bench:odata               # whole feeds only, no autocannon
  *
- * The service runs as its own process (`nonsense serve`), with rate limits and the event-loop
- * overload refusal off, so that the figures are the service's and not its protections'.
+ * The service runs as its own process (`nonsense serve`), with rate limits, the event-loop overload
+ * refusal and the galaxy's layout thread off, so that the figures are the feed's and not its
+ * neighbours'.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { sql } from 'kysely';
 import pg from 'pg';
-import { loadConfig } from '../src/config.ts';
-import { migrate, openDatabase } from '../src/db/database.ts';
-import { createStorage } from '../src/storage/index.ts';
+import { FIRST_TIMESTAMP, seedOData } from './odata-seed.ts';
 
 const ENTRIES = Number(process.env.ODATA_BENCH_ENTRIES ?? 1_000_000);
 const SECONDS = Number(process.env.ODATA_BENCH_SECONDS ?? 10);
@@ -28,50 +30,12 @@ const PORT = Number(process.env.ODATA_BENCH_PORT ?? 18421);
 const ENGINE = process.env.ODATA_BENCH_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
 const PG_SERVER = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const RSS_TARGET_MB = 150;
-const FIRST_TIMESTAMP = 1_500_000_000;
+const GIVEN = process.env.ODATA_BENCH_DATABASE_URL;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-odata-bench-'));
 const pgName = `nonsense_odata_bench_${Date.now()}`;
-const databaseUrl = ENGINE === 'postgres' ? Object.assign(new URL(PG_SERVER), { pathname: `/${pgName}` }).href : path.join(dir, 'odata.db');
+const databaseUrl = GIVEN ?? (ENGINE === 'postgres' ? Object.assign(new URL(PG_SERVER), { pathname: `/${pgName}` }).href : path.join(dir, 'odata.db'));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/**
- * seed generates the entries in the database itself (a million single inserts would measure the
- * client): every 10th holds a server variable, every 7th a line break, every 11th markup and `&`.
- */
-async function seed(): Promise<number> {
-  const started = Date.now();
-  const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database);
-  await migrate(database);
-  await createStorage(database).variables.insertMissing([{ name: '$ANIMAL$', description: 'An animal.', values: ['goose', 'capybara', 'newt'] }]);
-  const db = database.db;
-  if (database.quirks.engine === 'postgres') {
-    await sql`insert into entries (uuid, text, text_key, created_at, state, updated_at)
-      select gen_random_uuid()::text, t, lower(t), ${FIRST_TIMESTAMP} + n, 'visible', 0
-      from (select n, 'Entry ' || n || case
-          when n % 10 = 0 then ': the $ANIMAL$ filed a complaint, "politely", about the weather.'
-          when n % 7 = 0 then ': a sock went missing' || chr(10) || 'and came back wiser.'
-          when n % 11 = 0 then ': <b>socks</b> & sandals, ]]> and all.'
-          else ': a sock went missing and came back wiser.' end as t
-        from generate_series(1, ${ENTRIES}) as n) as generated`.execute(db);
-    await sql`analyze entries`.execute(db);
-  } else {
-    await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${ENTRIES}),
-      generated(i, t) as (select i, 'Entry ' || i || case
-          when i % 10 = 0 then ': the $ANIMAL$ filed a complaint, "politely", about the weather.'
-          when i % 7 = 0 then ': a sock went missing' || char(10) || 'and came back wiser.'
-          when i % 11 = 0 then ': <b>socks</b> & sandals, ]]> and all.'
-          else ': a sock went missing and came back wiser.' end from n)
-      insert into entries (uuid, text, text_key, created_at, state, updated_at)
-      select lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-a' ||
-             substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
-             t, lower(t), ${FIRST_TIMESTAMP} + i, 'visible', 0 from generated`.execute(db);
-    await sql`analyze`.execute(db);
-  }
-  await sql`update meta set value = value + 1 where key = 'revision'`.execute(db);
-  await database.close();
-  return (Date.now() - started) / 1000;
-}
 
 type StatusField = 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile';
 
@@ -111,6 +75,8 @@ async function startService(): Promise<ChildProcess> {
       DEMO_DATA: 'off',
       RATE_LIMIT_READ: 'off',
       OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
+      // The galaxy's layout thread would read and embed every entry meanwhile, and count in the RSS.
+      GALAXY: 'off',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -142,6 +108,29 @@ async function readAll(url: string, marker: string): Promise<{ seconds: number; 
   return { seconds: (Date.now() - started) / 1000, bytes, entries };
 }
 
+/** probeHealth asks for /healthz every 20 ms on its own connection until stopped; returns p50, p95 and max in ms. */
+function probeHealth(base: string): () => Promise<{ p50: number; p95: number; max: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const ms: number[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const started = performance.now();
+      await new Promise<void>((resolve) => http.get(`${base}/healthz`, { agent }, (res) => res.resume().on('end', resolve)).on('error', () => resolve()));
+      ms.push(performance.now() - started);
+      await sleep(20);
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await loop;
+    agent.destroy();
+    const sorted = [...ms].sort((a, b) => a - b);
+    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+    return { p50: at(0.5), p95: at(0.95), max: sorted.at(-1) ?? 0 };
+  };
+}
+
 async function rps(base: string, requestPath: string): Promise<string> {
   const before = await fetch(base + requestPath);
   const body = await before.text();
@@ -151,14 +140,16 @@ async function rps(base: string, requestPath: string): Promise<string> {
 }
 
 let admin: pg.Client | undefined;
-if (ENGINE === 'postgres') {
+if (!GIVEN && ENGINE === 'postgres') {
   admin = new pg.Client({ connectionString: PG_SERVER });
   await admin.connect();
   await admin.query(`create database ${pgName}`);
 }
 try {
-  console.log(`seeding ${ENTRIES} entries on ${ENGINE}: ${(await seed()).toFixed(0)} s`);
+  if (!GIVEN) console.log(`seeding ${ENTRIES} entries on ${ENGINE}: ${(await seedOData(databaseUrl, ENTRIES)).toFixed(0)} s`);
   const service = await startService();
+  // However the run ends, the service goes with it.
+  process.once('exit', () => service.kill('SIGTERM'));
   const base = `http://127.0.0.1:${PORT}`;
   await fetch(`${base}/odata/v2/$metadata`);
   await sleep(1000);
@@ -174,20 +165,23 @@ try {
     ['Atom, all=true, $filter=multiline', `${base}/odata/v2/nonsense_list?all=true&$filter=multiline`, '</entry>'],
   ] as const) {
     const stop = sampleMemory(service.pid!);
+    const health = probeHealth(base);
     const result = await readAll(url, marker);
     const sampled = stop();
+    const latency = await health();
     const peak = mb(service.pid!, 'VmHWM');
     whole.push(
       `| ${label} | ${result.entries} | ${result.seconds.toFixed(1)} s | ${(result.bytes / 1e6).toFixed(0)} MB | ` +
         `${(result.entries / result.seconds).toFixed(0)} entries/s | ${(peak - idle).toFixed(0)} MB | ` +
-        `${(sampled.anon - idleAnon).toFixed(0)} MB | ${(sampled.file - idleFile).toFixed(0)} MB |`,
+        `${(sampled.anon - idleAnon).toFixed(0)} MB | ${(sampled.file - idleFile).toFixed(0)} MB | ` +
+        `${latency.p50.toFixed(0)} / ${latency.p95.toFixed(0)} / ${latency.max.toFixed(0)} ms |`,
     );
   }
   const peakAbove = mb(service.pid!, 'VmHWM') - idle;
 
   const middle = FIRST_TIMESTAMP + Math.floor(ENTRIES / 2);
   const pages: string[] = [];
-  for (const [label, requestPath] of [
+  for (const [label, requestPath] of SECONDS <= 0 ? [] : [
     ["Atom, $filter=substringof('sock',nonsense)", "/odata/v2/nonsense_list?$filter=substringof('sock',nonsense)"],
     [`Atom, $filter=timestamp ge ${middle}, $inlinecount=allpages`, `/odata/v2/nonsense_list?$filter=timestamp ge ${middle}&$inlinecount=allpages`],
     ["JSON, $filter=startswith(nonsense,'Entry 9') and not multiline", "/odata/v2/nonsense_list?$filter=startswith(nonsense,'Entry 9') and not multiline&$format=json"],
@@ -201,13 +195,17 @@ try {
   console.log(
     `serving process: ${idle.toFixed(0)} MB RSS idle (${idleAnon.toFixed(0)} MB anonymous, ${idleFile.toFixed(0)} MB file-backed; peak at start ${idlePeak.toFixed(0)} MB)\n`,
   );
-  console.log('| whole feed | entries | time | size | rate | peak RSS (VmHWM) above idle | of it: anonymous, max above idle | file-backed (mapped database), max above idle |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log(
+    '| whole feed | entries | time | size | rate | peak RSS (VmHWM) above idle | of it: anonymous, max above idle | file-backed (mapped database), max above idle | /healthz meanwhile p50 / p95 / max |',
+  );
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const row of whole) console.log(row);
   console.log(`\npeak RSS above idle: ${peakAbove.toFixed(0)} MB (target under ${RSS_TARGET_MB} MB): ${peakAbove < RSS_TARGET_MB ? 'met' : 'MISSED'}`);
-  console.log(`\n| page of 100, 10 connections, ${SECONDS} s | requests/s |`);
-  console.log('|---|---|');
-  for (const row of pages) console.log(row);
+  if (pages.length > 0) {
+    console.log(`\n| page of 100, 10 connections, ${SECONDS} s | requests/s |`);
+    console.log('|---|---|');
+    for (const row of pages) console.log(row);
+  }
   if (peakAbove >= RSS_TARGET_MB) process.exitCode = 1;
 } finally {
   if (admin) {

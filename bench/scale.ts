@@ -126,7 +126,7 @@ try {
     detached: true,
   });
   let out = '';
-  cluster.stdout!.on('data', (c) => (out += c));
+  cluster.stdout.on('data', (c) => (out += c));
   while (!out.includes('cluster ready')) await sleep(100);
   const base = 'http://127.0.0.1:18410';
   for (let i = 0; i < 3; i++) await fetch(`${base}/api/v1/nonsense/random`);

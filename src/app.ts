@@ -4,52 +4,71 @@
  */
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
+import accessLog, { logDestination } from './plugins/access-log.ts';
 import { adminAuth } from './plugins/admin-auth.ts';
 import docs from './plugins/docs.ts';
+import headers, { setCommonHeaders } from './plugins/headers.ts';
 import metrics from './plugins/metrics.ts';
 import overload from './plugins/overload.ts';
 import problem, { problemBody, PROBLEM_CONTENT_TYPE, sendProblem } from './plugins/problem.ts';
 import rateLimits from './plugins/rate-limits.ts';
+import { compileRequestSchema } from './schemas/validator.ts';
 import adminCatalogRoutes from './routes/admin/catalog.ts';
 import adminEntryRoutes from './routes/admin/entries.ts';
 import moderationRoutes from './routes/admin/moderation.ts';
 import adminSearchRoutes from './routes/admin/search.ts';
 import catalogRoutes from './routes/api/catalog.ts';
 import exportRoutes from './routes/api/export.ts';
+import galaxyRoutes from './routes/api/galaxy.ts';
 import nonsenseRoutes from './routes/api/nonsense.ts';
 import reportRoutes from './routes/api/report.ts';
 import healthRoutes from './routes/health.ts';
+import { isODataUrl, ODATA_PREFIX, sendODataError } from './routes/odata/errors.ts';
 import odataRoutes from './routes/odata/index.ts';
 import siteRoutes from './routes/site/index.ts';
 import sharePageRoutes from './routes/site/share-page.ts';
+import { createCardService, type CardService } from './services/cards/index.ts';
 import type { Storage } from './storage/index.ts';
 
 export interface AppOptions {
   config: Config;
   storage: Storage;
+  /** The share card service (render workers, card cache); the caller closes it after the app. Without it the app builds one and closes it itself. */
+  cards?: CardService;
   /** Overrides the logger built from LOG_LEVEL (tests pass false). */
   logger?: boolean | object;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-/** The request id: the caller's X-Request-Id when it is sane (a proxy's), else a new UUID. */
+/**
+ * New request ids: UUID-shaped, a random part drawn once per process and a counter, so they are
+ * unique across processes and restarts without drawing random bytes (and a string of them) for every
+ * request, which cost a few per cent of a fast request. They tell a client how many requests this
+ * process has answered since it started, and nothing else.
+ */
+const idPrefix = randomUUID().slice(0, 23);
+let idCounter = 0;
+
+/** The request id: the caller's X-Request-Id when it is sane (a proxy's), else a new one. */
 function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
   const given = request.headers['x-request-id'];
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+  if (typeof given === 'string' && REQUEST_ID.test(given)) return given;
+  idCounter = (idCounter + 1) % 0x1000000000000;
+  return `${idPrefix}-${idCounter.toString(16).padStart(12, '0')}`;
 }
 
 /** buildApp assembles plugins and routes; the caller owns `storage` and closes it after the app. */
-export async function buildApp({ config, storage, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, storage, cards, logger }: AppOptions): Promise<FastifyInstance> {
+  const destination = logger === undefined && config.logLevel !== 'silent' ? logDestination() : undefined;
   const app = Fastify({
     logger: logger ?? {
       level: config.logLevel,
       redact: ['req.headers.authorization', 'req.headers.cookie'],
+      ...(destination === undefined ? {} : { stream: destination }),
     },
     // Fastify takes a hop count too, though its types omit it.
     trustProxy: config.trustProxy as boolean | string[],
@@ -72,8 +91,10 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
     // never reaches the hooks or the error handler; it still gets problem+json, its id and CORS.
     frameworkErrors: (error, request, reply) => {
       const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
-      reply.header('x-request-id', request.id).header('access-control-allow-origin', '*');
-      return sendProblem(reply, tooLong ? 414 : 400, tooLong ? 'A path segment is too long.' : 'The URL is not valid: it has broken percent-encoding.');
+      setCommonHeaders(reply, request.id);
+      const [status, detail] = tooLong ? [414, 'A path segment is too long.'] : [400, 'The URL is not valid: it has broken percent-encoding.'];
+      // Under /odata/v2 in the OData error format, as every answer there.
+      void (isODataUrl(request.url) ? sendODataError(request, reply, status, detail) : sendProblem(reply, status, detail));
     },
     // Malformed HTTP (bad request line, oversized headers) still gets problem+json.
     clientErrorHandler: (error, socket) => {
@@ -90,51 +111,24 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
       );
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Every request schema validates with the service's own Ajv settings (schemas/validator.ts).
+  app.setValidatorCompiler(compileRequestSchema);
 
   app.decorate('config', config);
   app.decorate('storage', storage);
+  if (cards === undefined) {
+    const own = createCardService(config);
+    app.decorate('cards', own);
+    app.addHook('onClose', () => own.close());
+  } else app.decorate('cards', cards);
 
-  // Callback hooks: cheaper than async ones on the hot path.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
-  const log = app.log as FastifyBaseLogger & { isLevelEnabled?: (level: string) => boolean };
-  if (log.isLevelEnabled?.('info')) {
-    app.addHook('onResponse', (request, reply, done) => {
-      app.log.info(
-        { reqId: request.id, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
-        'request',
-      );
-      done();
-    });
-  }
-
+  await app.register(accessLog, { destination });
   await app.register(problem);
   // Before every other hook, so that every request is counted and timed, refused ones included.
   await app.register(metrics);
-  await app.register(cors, {
-    origin: '*',
-    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    exposedHeaders: ['ETag', 'X-Request-Id', 'Retry-After', 'Content-Disposition', 'DataServiceVersion', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
-    maxAge: 86400,
-  });
-  // Pages set their own Content-Security-Policy (the site, /docs), so helmet sets none. The API is
-  // public and cross-origin (images and emojis embedded by other sites), hence cross-origin CORP.
-  // HSTS belongs to whoever terminates TLS, and its includeSubDomains would reach beyond this service.
-  // Headers for browsers long gone (IE's download options and XSS auditor, Flash policies, DNS
-  // prefetch) are left out: every header costs on each response, and they protect nothing today.
-  await app.register(helmet, {
-    contentSecurityPolicy: false,
-    crossOriginResourcePolicy: { policy: 'cross-origin' },
-    strictTransportSecurity: false,
-    xDnsPrefetchControl: false,
-    xDownloadOptions: false,
-    xPermittedCrossDomainPolicies: false,
-    xXssProtection: false,
-    originAgentCluster: false,
-  });
-  // After CORS and helmet, so a refusal still carries their headers (a browser can read the 503).
+  // The request id, CORS and security headers, and the answer to preflights.
+  await app.register(headers);
+  // After the headers, so a refusal still carries them (a browser can read the 503).
   await app.register(overload);
   // Before any route: it classifies routes into rate-limit budgets as they are added.
   await app.register(rateLimits);
@@ -147,6 +141,7 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
       await api.register(nonsenseRoutes);
       await api.register(catalogRoutes);
       await api.register(exportRoutes);
+      await api.register(galaxyRoutes);
       await api.register(reportRoutes);
     },
     { prefix: '/api/v1' },
@@ -161,6 +156,6 @@ export async function buildApp({ config, storage, logger }: AppOptions): Promise
     },
     { prefix: '/api/v1/admin' },
   );
-  await app.register(odataRoutes, { prefix: '/odata/v2' });
+  await app.register(odataRoutes, { prefix: ODATA_PREFIX });
   return app;
 }

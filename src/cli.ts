@@ -5,13 +5,20 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, Option } from 'commander';
+import { BackupError, writeBackup } from './backup/backup.ts';
+import type { Counts } from './backup/format.ts';
+import { RestoreError, restoreBackup } from './backup/restore.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate, openDatabase } from './db/database.ts';
 import { loadDemo } from './demo/load-demo.ts';
-import { EXPORT_FORMATS, parseExportParams } from './domain/export-params.ts';
-import { serializeExport } from './formats/export.ts';
-import { ImportError, importFile } from './import/import-file.ts';
+import { EXPORT_FORMATS, exportSelection, type ExportParams } from './domain/export-params.ts';
+import { describeValidation } from './plugins/problem.ts';
+import { ExportQuery } from './schemas/api.ts';
+import { compileRequestSchema } from './schemas/validator.ts';
+import { EXPORT_PAGE_SIZE, serializeExport } from './formats/export.ts';
+import { ImportError, importFile, type ImportResult } from './import/import-file.ts';
 import { prepareDatabase, startServer } from './server.ts';
+import { GalaxyComputer, type RoundResult } from './services/galaxy/compute.ts';
 import { createStorage, type Storage } from './storage/index.ts';
 import { LABEL_PATTERN } from './storage/tokens.ts';
 
@@ -70,24 +77,48 @@ program
 program
   .command('export')
   .description('write the visible entries to standard output, with the same filters and formats as GET /api/v1/nonsense')
-  .addOption(new Option('--format <format>', 'file format').choices(EXPORT_FORMATS).default('csv'))
+  .option('--format <format>', `file format: ${EXPORT_FORMATS.join(', ')} (default: csv)`)
   .option('--q <text>', 'only entries whose text contains this (case-insensitive)')
   .option('--after <timestamp>', 'only entries with timestamp > this (Unix seconds)')
   .option('--before <timestamp>', 'only entries with timestamp < this (Unix seconds)')
   .action(async (options: Record<string, string | undefined>) => {
-    const parsed = parseExportParams(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)));
-    if (!parsed.ok) throw new UsageError(parsed.detail.replace(/parameter "(\w+)"/, 'option --$1'));
+    // The options are the query parameters of GET /api/v1/nonsense, checked by the same schema.
+    const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+    const validate = exportQueryValidator();
+    const checked = validate(given);
+    if (checked === false) throw new UsageError(asOption(describeValidation(validate.errors ?? [], 'querystring').detail));
+    const parsed = exportSelection((typeof checked === 'object' ? checked.value : given) as ExportParams);
+    if (!parsed.ok) throw new UsageError(asOption(parsed.detail));
     await withStorage(async (storage) => {
-      const chunks = serializeExport(parsed.value.format, storage.entryQuery.pages(parsed.value.filter), await storage.variables.values());
+      const chunks = serializeExport(parsed.value.format, storage.entryQuery.pages(parsed.value.filter, EXPORT_PAGE_SIZE), await storage.variables.values());
       await pipeline(Readable.from(chunks), process.stdout);
     });
   });
+
+let exportQuery: ReturnType<typeof compileRequestSchema> | undefined;
+const exportQueryValidator = () => (exportQuery ??= compileRequestSchema({ schema: ExportQuery, httpPart: 'querystring' }));
+
+/** asOption words a message about a query parameter for the command line: `parameter "q"` → `option --q`. */
+const asOption = (detail: string) => detail.replace(/parameter "(\w+)"/, 'option --$1');
 
 program
   .command('import')
   .description("add the entries of one of this service's CSV, JSON or TXT exports; all or nothing, and safe to repeat")
   .argument('<file>', 'the file to import')
   .addOption(new Option('--format <format>', 'file format (default: from the extension)').choices(EXPORT_FORMATS))
+  .addHelpText(
+    'after',
+    `
+What each format restores:
+  csv, json  every visible entry exactly: raw text (original_nonsense when it has a variable), uuid and
+             timestamp. Server variables are not in exports: a text using one that this database does
+             not define is delivered literally, and the import lists such variables.
+  txt        only delivered texts, one a line: no uuid, no timestamp (the import time is used), no
+             multi-line entries, and server variables already replaced by a random value, so importing
+             a TXT export into the database it came from adds those entries again as new ones.
+Hidden entries, variables, emojis, reports, tokens and the moderation log: use \`nonsense backup\` and
+\`nonsense restore\`.`,
+  )
   .action(async (file: string, options: { format?: 'csv' | 'json' | 'txt' }) => {
     const progress = process.stderr.isTTY
       ? (fraction: number) => process.stderr.write(`\rImporting ${file}: ${(fraction * 100).toFixed(0).padStart(3)}%`)
@@ -96,10 +127,133 @@ program
       const result = await withStorage((storage) => importFile(storage, file, { format: options.format, onProgress: progress }));
       if (progress) process.stderr.write('\r\x1b[K');
       console.log(`Imported ${file}: ${result.added} added, ${result.skipped} skipped (already present).`);
+      warnUndefinedVariables(result.undefinedVariables);
     } catch (error) {
       if (progress) process.stderr.write('\n');
       if (error instanceof ImportError) throw new UsageError(`${error.message}. Nothing was imported.`);
       throw error;
+    }
+  });
+
+/** At most this many undefined variables are named one by one. */
+const LISTED_VARIABLES = 20;
+
+/** warnUndefinedVariables names the variable tokens the imported texts use but the database does not define. */
+function warnUndefinedVariables(list: ImportResult['undefinedVariables']): void {
+  if (list.length === 0) return;
+  for (const { name, entries } of list.slice(0, LISTED_VARIABLES)) {
+    console.warn(
+      entries === 1
+        ? `1 entry uses ${name}, which is not defined; it will be delivered literally.`
+        : `${entries} entries use ${name}, which is not defined; they will be delivered literally.`,
+    );
+  }
+  if (list.length > LISTED_VARIABLES) console.warn(`... and ${list.length - LISTED_VARIABLES} more undefined variables.`);
+  console.warn('Define them on /admin (Variables) or with PUT /api/v1/admin/variables/<name>; `nonsense backup` and `restore` move variables with the entries.');
+}
+
+program
+  .command('galaxy')
+  .description('bring the galaxy (GET /api/v1/nonsense/galaxy) up to date now: place new entries, or lay it all out anew when needed')
+  .option('--refit', 'lay out every entry anew, however little changed')
+  .action(async (options: { refit?: boolean }) => {
+    const started = Date.now();
+    const result = await withStorage((storage) =>
+      new GalaxyComputer(storage.database, {
+        log: (message, details) => console.error(`${message}${details ? ` ${JSON.stringify(details)}` : ''}`),
+      }).run({ refit: options.refit === true }),
+    );
+    if (result.action === 'busy') throw new UsageError('Another process is laying out the galaxy right now; it will store the result. Try again later.');
+    console.log(describeRound(result, (Date.now() - started) / 1000));
+  });
+
+/** describeRound says in a line what a galaxy round did. */
+function describeRound(result: Exclude<RoundResult, { action: 'busy' }>, seconds: number): string {
+  const took = `in ${seconds.toFixed(1)} s`;
+  switch (result.action) {
+    case 'none':
+      return 'The galaxy is up to date.';
+    case 'placed':
+      return `Placed ${result.placed} new or changed entries into the galaxy ${took}.`;
+    case 'fitted':
+      return result.superseded
+        ? `Laid out ${result.points} entries ${took}, but another process stored a newer layout meanwhile; that one is kept.`
+        : result.sample === result.points
+          ? `Laid out ${result.points} entries ${took}.`
+          : `Laid out ${result.points} entries (UMAP fitted on ${result.sample}, the rest placed into that layout) ${took}.`;
+  }
+}
+
+/** describeCounts says what a backup holds, in words. */
+function describeCounts(counts: Counts): string {
+  const n = (count: number, one: string, many: string) => `${count.toLocaleString('en')} ${count === 1 ? one : many}`;
+  return (
+    `${n(counts.entry, 'entry', 'entries')}, ${n(counts.variable, 'variable', 'variables')}, ${n(counts.emoji, 'emoji', 'emojis')}, ` +
+    `${n(counts.report, 'report', 'reports')}, ${n(counts.token, 'token', 'tokens')} and ${n(counts.log, 'moderation log record', 'moderation log records')}`
+  );
+}
+
+program
+  .command('backup')
+  .description('write everything the service knows to <file>: entries in every state, variables, emojis, reports, the moderation log and tokens (as hashes)')
+  .argument('<file>', 'the backup file (JSON Lines; gzip-compressed when the name ends in .gz)')
+  .option('--force', 'replace <file> when it exists')
+  .addHelpText(
+    'after',
+    `
+The database is read as one consistent snapshot; a running service goes on serving and writing
+meanwhile. Restore the file with \`nonsense restore\` into an empty database of either engine.`,
+  )
+  .action(async (file: string, options: { force?: boolean }) => {
+    const progress = process.stderr.isTTY
+      ? (written: number, total: number) =>
+          process.stderr.write(`\rBacking up to ${file}: ${total === 0 ? 100 : Math.floor((written / total) * 100)}% (${written.toLocaleString('en')} of ${total.toLocaleString('en')} records)`)
+      : undefined;
+    const { database } = await prepareDatabase(config());
+    try {
+      const result = await writeBackup(database, file, { force: options.force, onProgress: progress });
+      if (progress) process.stderr.write('\r\x1b[K');
+      console.log(`Backed up to ${file} (${(result.bytes / 1e6).toFixed(1)} MB): ${describeCounts(result.counts)}.`);
+    } catch (error) {
+      if (progress) process.stderr.write('\n');
+      if (error instanceof BackupError) throw new UsageError(`${error.message}. No backup was written.`);
+      throw error;
+    } finally {
+      await database.close();
+    }
+  });
+
+program
+  .command('restore')
+  .description('load a file written by `nonsense backup` into the empty database of DATABASE_URL (either engine), all or nothing')
+  .argument('<file>', 'the backup file (plain or gzip-compressed)')
+  .addHelpText(
+    'after',
+    `
+The database must be empty: a new SQLite file, or a new PostgreSQL database (createdb). Its schema
+is brought up to date first, then everything is written in one transaction: a damaged or cut-off
+file, or one that does not fit, changes nothing. See docs/deployment.md, "Moving from SQLite to
+PostgreSQL".`,
+  )
+  .action(async (file: string) => {
+    const progress = process.stderr.isTTY
+      ? (fraction: number) => process.stderr.write(`\rRestoring ${file}: ${(fraction * 100).toFixed(0).padStart(3)}%`)
+      : undefined;
+    const database = await openDatabase(config().database);
+    try {
+      await migrate(database);
+      const result = await restoreBackup(database, file, { onProgress: progress });
+      if (progress) process.stderr.write('\r\x1b[K');
+      console.log(
+        `Restored ${file} (made ${new Date(result.header.created * 1000).toISOString()} on ${result.header.engine}): ` +
+          `${describeCounts(result.counts)}. Revision ${result.revision}.`,
+      );
+    } catch (error) {
+      if (progress) process.stderr.write('\n');
+      if (error instanceof RestoreError) throw new UsageError(`Cannot restore: ${error.message}. Nothing was restored.`);
+      throw error;
+    } finally {
+      await database.close();
     }
   });
 
@@ -136,7 +290,9 @@ token
   .description('list the labels that have an active token')
   .action(async () => {
     await withStorage(async (storage) => {
-      for (const { label, created_at } of await storage.tokens.list()) {
+      const tokens = await storage.tokens.list();
+      if (tokens.length === 0) console.log('No active tokens. Create one with `nonsense token create <label>`.');
+      for (const { label, created_at } of tokens) {
         console.log(`${label}\tcreated ${new Date(created_at).toISOString()}`);
       }
     });

@@ -3,6 +3,7 @@
  * and description. `loadConfig` validates all of them at once and throws a `ConfigError` that names
  * every bad variable, so a misconfigured start stops with one clear message.
  */
+import os from 'node:os';
 import path from 'node:path';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -11,7 +12,8 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 export type RateLimit = { max: number; windowMs: number } | null;
 
 export type DatabaseTarget =
-  | { engine: 'sqlite'; file: string }
+  /** `createFolder`: the file is in the default folder (./data), which is made when missing; no other is. */
+  | { engine: 'sqlite'; file: string; createFolder?: true }
   | { engine: 'postgres'; url: string };
 
 export interface Config {
@@ -38,6 +40,22 @@ export interface Config {
   readonly overloadMaxEventLoopUtilization: number | null;
   /** Time a client has to send a whole request (headers and body), in ms; null: no limit. */
   readonly requestTimeoutMs: number | null;
+  /** SQLite: how long a write waits for a lock held by another process (an import), in ms. */
+  readonly sqliteBusyTimeoutMs: number;
+  /** Byte budget of the in-memory share card cache. */
+  readonly cardCacheBytes: number;
+  /** Worker threads that draw share cards. */
+  readonly cardRenderThreads: number;
+  /** Share cards that may wait for a render thread before more are refused with 503. */
+  readonly cardRenderQueue: number;
+  /** Byte budget of the in-memory snapshot of visible entries (random and by-UUID); 0: none. */
+  readonly entryCacheBytes: number;
+  /** Byte budget of the cache of entries looked up by UUID while there is no snapshot; 0: none. */
+  readonly entryLookupCacheBytes: number;
+  /** Lay out the galaxy in a background thread of the server. */
+  readonly galaxy: boolean;
+  /** Byte budget of the in-process rate-limit counters (without Redis). */
+  readonly rateLimitCacheBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -72,6 +90,8 @@ function parseHost(raw: string): string {
   return raw;
 }
 
+const DEFAULT_DATABASE = './data/nonsense.db';
+
 function parseDatabase(raw: string): DatabaseTarget {
   if (raw.trim() === '') throw new Error('must be a file path or a postgres:// URL, got an empty value');
   if (/^postgres(ql)?:\/\//i.test(raw)) {
@@ -85,7 +105,9 @@ function parseDatabase(raw: string): DatabaseTarget {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
     throw new Error('must be a file path (embedded SQLite) or a postgres:// or postgresql:// URL');
   }
-  return { engine: 'sqlite', file: raw === ':memory:' ? raw : path.resolve(raw) };
+  if (raw === ':memory:') return { engine: 'sqlite', file: raw };
+  const file = path.resolve(raw);
+  return path.dirname(file) === path.resolve(path.dirname(DEFAULT_DATABASE)) ? { engine: 'sqlite', file, createFolder: true } : { engine: 'sqlite', file };
 }
 
 function parseBaseUrl(raw: string): string | null {
@@ -175,6 +197,13 @@ function parseDuration(raw: string): number | null {
   return Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as 'ms' | 's' | 'm'];
 }
 
+/** Parses a wait that cannot be switched off: a duration from 1 ms to 1 minute. */
+function parseWait(raw: string): number {
+  const value = parseDuration(raw);
+  if (value === null || value > 60_000) throw new Error(`must be a duration from 1ms to 1m such as 500ms or 5s, got "${raw}"`);
+  return value;
+}
+
 function parseUtilization(raw: string): number | null {
   const value = raw.trim().toLowerCase();
   if (value === 'off') return null;
@@ -185,12 +214,44 @@ function parseUtilization(raw: string): number | null {
   return number;
 }
 
+const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kib: 1024, m: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gib: 1024 ** 3 };
+
+/** Parses a size such as `32MiB`, `512KiB`, `1g` or a plain number of bytes (binary units). */
+function parseBytes(raw: string): number {
+  const match = /^(\d{1,13})\s*([a-z]*)$/.exec(raw.trim().toLowerCase());
+  const unit = match ? BYTE_UNITS[match[2]!] : undefined;
+  if (!match || unit === undefined) throw new Error(`must be a size such as 32MiB, 512KiB or a number of bytes, got "${raw}"`);
+  const bytes = Number(match[1]) * unit;
+  if (!Number.isSafeInteger(bytes)) throw new Error(`is too large, got "${raw}"`);
+  return bytes;
+}
+
+/** Parses a size that cannot be 0 (see parseBytes). */
+function parsePositiveBytes(raw: string): number {
+  const bytes = parseBytes(raw);
+  if (bytes < 1024) throw new Error(`must be at least 1KiB, got "${raw}"`);
+  return bytes;
+}
+
+/** Parses `auto` (one thread per core but one, at least one) or a thread count from 1 to 64. */
+function parseThreads(raw: string): number {
+  const value = raw.trim().toLowerCase();
+  if (value === 'auto') return Math.max(1, os.availableParallelism() - 1);
+  if (!/^\d{1,2}$/.test(value) || Number(value) < 1 || Number(value) > 64) throw new Error(`must be "auto" or a number from 1 to 64, got "${raw}"`);
+  return Number(value);
+}
+
+function parseQueueLength(raw: string): number {
+  if (!/^\d{1,5}$/.test(raw.trim())) throw new Error(`must be a number from 0 to 99999, got "${raw}"`);
+  return Number(raw.trim());
+}
+
 /** Every option, in the order the README documents them. */
 export const OPTIONS = [
   { env: 'PORT', key: 'port', default: '8080', parse: parsePort, description: 'TCP port to listen on' },
   { env: 'HOST', key: 'host', default: '127.0.0.1', parse: parseHost, description: 'address to listen on (0.0.0.0 for all)' },
   {
-    env: 'DATABASE_URL', key: 'database', default: './data/nonsense.db', parse: parseDatabase, secret: true,
+    env: 'DATABASE_URL', key: 'database', default: DEFAULT_DATABASE, parse: parseDatabase, secret: true,
     description: 'a file path selects embedded SQLite; a postgres:// URL selects PostgreSQL',
   },
   { env: 'BASE_URL', key: 'baseUrl', default: '', parse: parseBaseUrl, description: 'public base URL for absolute links (default: from each request)' },
@@ -212,6 +273,26 @@ export const OPTIONS = [
     description: 'answer 503 while the event loop is busier than this fraction (or off)',
   },
   { env: 'REQUEST_TIMEOUT', key: 'requestTimeoutMs', default: '30s', parse: parseDuration, description: 'time a client has to send a whole request (or off)' },
+  {
+    env: 'SQLITE_BUSY_TIMEOUT', key: 'sqliteBusyTimeoutMs', default: '5s', parse: parseWait,
+    description: 'how long an embedded-database write waits for another process to release the lock, then 503',
+  },
+  { env: 'CARD_CACHE_BYTES', key: 'cardCacheBytes', default: '32MiB', parse: parseBytes, description: 'memory for rendered share cards (e.g. 32MiB, 0 for none)' },
+  { env: 'CARD_RENDER_THREADS', key: 'cardRenderThreads', default: 'auto', parse: parseThreads, description: 'worker threads drawing share cards (auto: one per core but one)' },
+  { env: 'CARD_RENDER_QUEUE', key: 'cardRenderQueue', default: '32', parse: parseQueueLength, description: 'share cards that may wait for a render thread; more get 503' },
+  {
+    env: 'ENTRY_CACHE_BYTES', key: 'entryCacheBytes', default: '256MiB', parse: parseBytes,
+    description: 'memory for the snapshot of visible entries that random and by-UUID answer from (0: always the database)',
+  },
+  {
+    env: 'ENTRY_LOOKUP_CACHE_BYTES', key: 'entryLookupCacheBytes', default: '16MiB', parse: parseBytes,
+    description: 'memory for entries looked up by UUID while there is no snapshot (0 for none)',
+  },
+  { env: 'GALAXY', key: 'galaxy', default: 'auto', parse: parseSwitch, description: 'keep the galaxy laid out in a background thread (auto or off; `nonsense galaxy` works either way)' },
+  {
+    env: 'RATE_LIMIT_CACHE_BYTES', key: 'rateLimitCacheBytes', default: '8MiB', parse: parsePositiveBytes,
+    description: 'memory for per-address rate-limit counters kept in the process (without Redis); the oldest go first',
+  },
 ] as const satisfies readonly Option<keyof Config>[];
 
 /**

@@ -7,6 +7,8 @@ import { buildApp } from './app.ts';
 import { describeConfig, type Config } from './config.ts';
 import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/database.ts';
 import { loadDemo } from './demo/load-demo.ts';
+import { createCardService } from './services/cards/index.ts';
+import { GalaxyBackground } from './services/galaxy/background.ts';
 import { createStorage } from './storage/index.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
@@ -14,11 +16,11 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 /** prepareDatabase opens the database and makes its schema current, as `serve` needs it. */
 export async function prepareDatabase(config: Config): Promise<{ database: Database; migrated: string[] }> {
-  const database = await openDatabase(config.database);
+  const database = await openDatabase(config.database, { busyTimeoutMs: config.sqliteBusyTimeoutMs });
   try {
     // The embedded default is self-managing; a shared server is migrated explicitly (`nonsense migrate`),
     // so that several instances never race to change its schema.
-    const migrated = database.quirks.engine === 'sqlite' ? await migrate(database) : [];
+    const migrated = database.quirks.embedded ? await migrate(database) : [];
     await assertSchemaCurrent(database);
     return { database, migrated };
   } catch (error) {
@@ -27,20 +29,39 @@ export async function prepareDatabase(config: Config): Promise<{ database: Datab
   }
 }
 
+/** isLoopback tells whether a listening address is reachable from this machine only. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /** startServer serves the API until SIGTERM or SIGINT. */
 export async function startServer(config: Config): Promise<FastifyInstance> {
   const { database, migrated } = await prepareDatabase(config);
   const storage = createStorage(database);
-  const app = await buildApp({ config, storage });
+  const cards = createCardService(config);
+  const app = await buildApp({ config, storage, cards });
   app.log.info({ config: describeConfig(config) }, 'configuration');
+  if (config.baseUrl === null && !isLoopback(config.host)) {
+    app.log.warn(
+      { host: config.host },
+      'listening beyond this machine without BASE_URL: absolute links (share pages, OData, the API description) follow ' +
+        "each request's Host header; set BASE_URL to the public address (docs/deployment.md)",
+    );
+  }
   if (migrated.length > 0) app.log.info({ migrated }, 'database schema migrated');
 
-  if (config.demoData && database.quirks.engine === 'sqlite' && (await storage.entries.countAll()) === 0) {
+  if (config.demoData && database.quirks.embedded && (await storage.entries.countAll()) === 0) {
     const demo = await loadDemo(storage);
     app.log.info(demo, 'empty database: demo data loaded');
   }
 
+  // The galaxy is laid out off the request path, in its own thread.
+  const galaxy = config.galaxy ? new GalaxyBackground(config, app.log) : null;
+  galaxy?.start();
+
   app.addHook('onClose', async () => {
+    await galaxy?.stop();
+    await cards.close();
     await database.close();
   });
 

@@ -50,6 +50,10 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u:p@localhost/db' }).database).toEqual({ engine: 'postgres', url: 'postgres://u:p@localhost/db' });
     expect(loadConfig({ DATABASE_URL: 'postgresql://localhost/db' }).database.engine).toBe('postgres');
     expect(loadConfig({ DATABASE_URL: '/tmp/x.db' }).database).toEqual({ engine: 'sqlite', file: '/tmp/x.db' });
+    // Only the default folder is made when missing; any other must exist.
+    expect(loadConfig({}).database).toEqual({ engine: 'sqlite', file: path.resolve('data/nonsense.db'), createFolder: true });
+    expect(loadConfig({ DATABASE_URL: 'data/other.db' }).database).toMatchObject({ createFolder: true });
+    expect(loadConfig({ DATABASE_URL: 'elsewhere/x.db' }).database).not.toHaveProperty('createFolder');
     expect(problemsOf({ DATABASE_URL: 'mysql://localhost/db' })[0]).toMatch(/^DATABASE_URL/);
   });
 
@@ -108,5 +112,37 @@ describe('parseRateLimit', () => {
 
   it('rejects anything else', () => {
     for (const bad of ['', '10', '0/1m', '10/0m', '10/1d', '1.5/1m', 'ten/1m']) expect(() => parseRateLimit(bad)).toThrow();
+  });
+});
+
+describe('isLoopback', () => {
+  it('tells the addresses reachable from this machine only', async () => {
+    const { isLoopback } = await import('../src/server.ts');
+    for (const host of ['127.0.0.1', '127.1.2.3', '::1', 'localhost']) expect(isLoopback(host), host).toBe(true);
+    for (const host of ['0.0.0.0', '::', '192.0.2.7', 'nonsense.example.org']) expect(isLoopback(host), host).toBe(false);
+  });
+});
+
+describe('share card settings', () => {
+  it('reads CARD_CACHE_BYTES, CARD_RENDER_THREADS and CARD_RENDER_QUEUE, with their defaults', () => {
+    const defaults = loadConfig({});
+    expect(defaults.cardCacheBytes).toBe(32 * 1024 * 1024);
+    expect(defaults.cardRenderThreads).toBeGreaterThanOrEqual(1);
+    expect(defaults.cardRenderQueue).toBe(32);
+    expect(loadConfig({ CARD_CACHE_BYTES: '512KiB', CARD_RENDER_THREADS: '3', CARD_RENDER_QUEUE: '0' })).toMatchObject({
+      cardCacheBytes: 512 * 1024,
+      cardRenderThreads: 3,
+      cardRenderQueue: 0,
+    });
+    for (const [raw, bytes] of [['0', 0], ['1000', 1000], ['64m', 64 * 1024 ** 2], ['1 GiB', 1024 ** 3], ['2k', 2048]] as const) {
+      expect(loadConfig({ CARD_CACHE_BYTES: raw }).cardCacheBytes).toBe(bytes);
+    }
+  });
+
+  it('names each bad share card setting', () => {
+    const problems = problemsOf({ CARD_CACHE_BYTES: '32 apples', CARD_RENDER_THREADS: '0', CARD_RENDER_QUEUE: '-1' });
+    expect(problems.map((p) => p.split(' ')[0])).toEqual(['CARD_CACHE_BYTES', 'CARD_RENDER_THREADS', 'CARD_RENDER_QUEUE']);
+    for (const bad of ['', '1.5MiB', '9999999999999g']) expect(problemsOf({ CARD_CACHE_BYTES: bad })[0]).toMatch(/^CARD_CACHE_BYTES/);
+    expect(problemsOf({ CARD_RENDER_THREADS: '65' })[0]).toMatch(/^CARD_RENDER_THREADS/);
   });
 });

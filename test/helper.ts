@@ -6,21 +6,24 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, InjectOptions } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
 import { loadDemo } from '../src/demo/load-demo.ts';
+import { createCardService, type CardService } from '../src/services/cards/index.ts';
 import { bumpRevision } from '../src/storage/revision.ts';
 import { createStorage, type Storage, type StorageOptions } from '../src/storage/index.ts';
 import type { NewEntry } from '../src/storage/entries.ts';
+import { DocumentCheck, type OpenApiDocument } from './contract/document-check.ts';
 
 export interface TestContext {
   app: FastifyInstance;
   storage: Storage;
   database: Database;
   config: Config;
+  cards: CardService;
   dir: string;
   close(): Promise<void>;
 }
@@ -78,27 +81,59 @@ export async function createTestApp(options: TestOptions = {}): Promise<TestCont
     OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
     ...options.env,
   });
-  const database = await openDatabase(config.database);
+  const database = await openDatabase(config.database, { busyTimeoutMs: config.sqliteBusyTimeoutMs });
   await migrate(database);
   const storage = createStorage(database, options);
   if (options.demo) await loadDemo(storage);
   if (options.variables) await storage.variables.insertMissing(options.variables);
   if (options.entries) await storage.entries.insertEntries(options.entries);
-  const app = await buildApp({ config, storage, logger: false });
+  const cards = createCardService(config);
+  const app = await buildApp({ config, storage, cards, logger: false });
   await app.ready();
+  await checkAnswersAgainstDocument(app);
   return {
     app,
     storage,
     database,
     config,
+    cards,
     dir,
     close: async () => {
       await app.close();
+      await cards.close();
       await database.close();
       await target.drop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+const checks = new Map<string, DocumentCheck>();
+
+/**
+ * checkAnswersAgainstDocument makes every answer `app.inject` gives checked against the app's own
+ * /openapi.json (test/contract/document-check.ts): an answer the document does not declare (status,
+ * media type, body) rejects the inject, so the test fails with what is undeclared.
+ */
+export async function checkAnswersAgainstDocument(app: FastifyInstance): Promise<void> {
+  const inject = app.inject.bind(app);
+  const text = (await inject({ url: '/openapi.json' })).body;
+  let check = checks.get(text);
+  if (check === undefined) {
+    check = new DocumentCheck(JSON.parse(text) as OpenApiDocument);
+    checks.set(text, check);
+  }
+  const checked = async (options: InjectOptions | string) => {
+    const response = await inject(options);
+    const { method = 'GET', url = '/' } = typeof options === 'string' ? { url: options } : options;
+    const target = typeof url === 'string' ? url : `${url.pathname ?? '/'}${url.query ? `?${new URLSearchParams(url.query as Record<string, string>)}` : ''}`;
+    const problems = check.problems(method.toUpperCase(), target, response);
+    if (problems.length > 0) throw new Error(`The answer is not what /openapi.json declares:\n${problems.join('\n')}`);
+    return response;
+  };
+  // Only the promise form is wrapped; the chained form (`app.inject()` without options) is left alone.
+  app.inject = ((options?: InjectOptions | string, callback?: unknown) =>
+    options === undefined || callback !== undefined ? (inject as (...args: unknown[]) => unknown)(options, callback) : checked(options)) as typeof app.inject;
 }
 
 /** setState hides or shows an entry the way the moderation code does: state change plus revision bump. */

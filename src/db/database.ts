@@ -7,7 +7,7 @@ import { Kysely, Migrator, sql, type LogEvent } from 'kysely';
 import type { DatabaseTarget } from '../config.ts';
 import { observeQuery, type DatabaseStats } from '../metrics/registry.ts';
 import type { EngineQuirks } from './dialects/quirks.ts';
-import { openPostgres, postgresQuirks } from './dialects/postgres.ts';
+import { connectionFailure, openPostgres, postgresQuirks } from './dialects/postgres.ts';
 import { openSqlite, sqliteQuirks } from './dialects/sqlite.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { DB } from './schema.ts';
@@ -43,10 +43,35 @@ export class SchemaOutdatedError extends Error {
   }
 }
 
-/** openDatabase connects to the configured engine. It does not touch the schema. */
-export async function openDatabase(target: DatabaseTarget): Promise<Database> {
+export interface OpenOptions {
+  /** SQLite: how long a write waits for a lock held by another process (default 5 s). */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * DatabaseConnectionError: the database of DATABASE_URL cannot be opened or reached. Its message says
+ * where (file, or host and port, never the password), why, and what to check.
+ */
+export class DatabaseConnectionError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'DatabaseConnectionError';
+  }
+}
+
+/**
+ * openDatabase connects to the configured engine and makes sure it answers, so that a wrong
+ * DATABASE_URL stops a start at once with a DatabaseConnectionError. It does not touch the schema.
+ */
+export async function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): Promise<Database> {
   if (target.engine === 'sqlite') {
-    const { dialect, raw } = openSqlite(target.file);
+    let handle;
+    try {
+      handle = openSqlite(target.file, options.busyTimeoutMs, target.createFolder === true);
+    } catch (error) {
+      throw new DatabaseConnectionError((error as Error).message, { cause: error });
+    }
+    const { dialect, raw } = handle;
     const db = new Kysely<DB>({ dialect, log: timeQueries });
     return {
       db,
@@ -68,6 +93,12 @@ export async function openDatabase(target: DatabaseTarget): Promise<Database> {
   // listener would crash the process; the query itself fails anyway and the pool discards the client.
   pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<DB>({ dialect, log: timeQueries });
+  try {
+    await sql`select 1`.execute(db);
+  } catch (error) {
+    await db.destroy();
+    throw new DatabaseConnectionError(connectionFailure(target.url, error), { cause: error });
+  }
   const url = new URL(target.url);
   return {
     db,

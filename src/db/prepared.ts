@@ -4,6 +4,7 @@
  * with placeholder arguments and then run with fresh parameters. They still go through Kysely's
  * driver, so they work on every engine.
  */
+/* eslint-disable @typescript-eslint/no-explicit-any -- schema-agnostic: migrations and prepared queries run on any Kysely<DB>, as Kysely's own migration docs type them */
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
 
 export type PreparedQuery<Args extends unknown[], Row> = (db: Kysely<any>, ...args: Args) => Promise<Row[]>;

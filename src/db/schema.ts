@@ -82,6 +82,40 @@ export interface ModerationLogTable {
   details: string | null;
 }
 
+/** The current galaxy layout: one row (id 1), written only by the layout computation. */
+export interface GalaxyLayoutTable {
+  id: number;
+  /** Numbers the fits: every full refit takes the next one, and its points carry it. */
+  fit: number;
+  /** Grows with every change of the stored points (fit or placement): the layout's revision. */
+  version: number;
+  /** The revision of the entries (meta `revision`) the layout reflects. */
+  revision: number;
+  /** Entries the fit laid out. */
+  fitted_count: number;
+  /** Entries placed by transform since the fit (new or edited); decides the next refit. */
+  placed_since_fit: number;
+  /** Version of the algorithm that made `model`; another version is refitted. */
+  model_version: number;
+  /** What places new entries into this layout (services/galaxy/layout.ts, gzip). */
+  model: Uint8Array;
+  /** Unix milliseconds of the fit and of the last change. */
+  fitted_at: number;
+  updated_at: number;
+}
+
+/** A star: an entry's place in the galaxy of one fit. */
+export interface GalaxyPointTable {
+  fit: number;
+  entry_id: number;
+  /** The entry's `updated_at` when it was placed: a different one means it changed since. */
+  entry_updated_at: number;
+  x: number;
+  y: number;
+  z: number;
+  point_size: number;
+}
+
 export interface DB {
   entries: EntryTable;
   variables: VariableTable;
@@ -90,4 +124,6 @@ export interface DB {
   reports: ReportTable;
   tokens: TokenTable;
   moderation_log: ModerationLogTable;
+  galaxy_layout: GalaxyLayoutTable;
+  galaxy_points: GalaxyPointTable;
 }

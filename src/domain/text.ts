@@ -1,11 +1,16 @@
 /**
- * Rules for an entry's raw text (contract section 1): 1 to 2,000 characters after trimming, line
- * breaks allowed, no other control characters. Characters are Unicode code points.
+ * Rules for texts people send, beyond what a schema can say: an entry's raw text (contract section
+ * 1: 1 to 2,000 characters after trimming, line breaks allowed, no other control characters), a
+ * report's details, and single-line texts (a variable's description and values). Characters are
+ * Unicode code points. The schemas bound the lengths as sent; these rules trim, then check.
  */
 export const MAX_TEXT_LENGTH = 2000;
+export const MAX_DETAILS_LENGTH = 1000;
 
 // C0 and C1 controls other than \n and \r, plus DEL.
 const FORBIDDEN_CONTROL = /[\u0000-\u0009\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
+// Every C0 and C1 control, line breaks included, plus DEL.
+const ANY_CONTROL = /[\u0000-\u001F\u007F-\u009F]/;
 
 export type TextCheck = { ok: true; text: string } | { ok: false; reason: string };
 
@@ -23,6 +28,21 @@ export function checkEntryText(raw: string): TextCheck {
     return { ok: false, reason: `the text contains the control character U+${code}; only line breaks are allowed` };
   }
   if (!text.isWellFormed()) return { ok: false, reason: 'the text contains an unpaired surrogate' };
+  return { ok: true, text };
+}
+
+/** checkDetails trims a report's details: line breaks are allowed, other controls are not; empty means none. */
+export function checkDetails(raw: string): { ok: true; text: string | null } | { ok: false; reason: string } {
+  const text = raw.trim();
+  if (FORBIDDEN_CONTROL.test(text) || !text.isWellFormed()) return { ok: false, reason: 'it contains control characters; only line breaks are allowed' };
+  return { ok: true, text: text === '' ? null : text };
+}
+
+/** checkLine trims a single-line text: no line breaks or other control characters, and not empty unless `allowEmpty`. */
+export function checkLine(raw: string, allowEmpty = false): TextCheck {
+  const text = raw.trim();
+  if (text === '' && !allowEmpty) return { ok: false, reason: 'it is empty' };
+  if (ANY_CONTROL.test(text) || !text.isWellFormed()) return { ok: false, reason: 'it must be a single line without control characters' };
   return { ok: true, text };
 }
 

@@ -53,6 +53,13 @@ export function isClientVariable(name: string): boolean {
   return CLIENT_NAMES.has(name);
 }
 
+/** serverVariableProblem says why `name` cannot name a server variable, or null when it can. */
+export function serverVariableProblem(name: string): string | null {
+  if (!isVariableName(name)) return `"${name.slice(0, 70)}" is not a variable name: use $NAME$ (A-Z, 0-9, _) or \${name} (a-z, 0-9, _).`;
+  if (isClientVariable(name)) return `${name} is a client-side variable; clients replace it, so it cannot have server values.`;
+  return null;
+}
+
 export interface Substitution {
   /** The text with every server variable replaced. */
   text: string;
@@ -89,4 +96,63 @@ export function substitute(raw: string, variables: ServerVariables, pick: PickIn
     at = raw.indexOf('$', at + 1);
   }
   return { text: out + raw.slice(copiedUpTo), hasVariables };
+}
+
+/**
+ * tokensOf lists the distinct tokens of `raw` that follow the variable grammar, known or not, in order
+ * of first appearance, looking at every `$` as `substitute` does. The import uses it to name the
+ * tokens a database does not define.
+ */
+export function tokensOf(raw: string): string[] {
+  const found = new Set<string>();
+  for (let at = raw.indexOf('$'); at !== -1; at = raw.indexOf('$', at + 1)) {
+    TOKEN_AT.lastIndex = at;
+    const match = TOKEN_AT.exec(raw);
+    if (match) found.add(match[0]);
+  }
+  return [...found];
+}
+
+/** A raw text cut at its server variables: literal text, and at each server variable its values. */
+export interface VariableParts {
+  /** Alternating literal text and value lists, starting and ending with literal text (maybe empty). */
+  parts: (string | readonly string[])[];
+  /** Whether the raw text contains at least one known variable (server or client), as in `substitute`. */
+  hasVariables: boolean;
+}
+
+/**
+ * splitVariables cuts `raw` where `substitute` would replace a server variable, so that joining the
+ * parts with one value picked from each list gives what `substitute` gives with the same picks. It
+ * lets a text be prepared once and completed per request.
+ */
+export function splitVariables(raw: string, variables: ServerVariables): VariableParts {
+  const parts: (string | readonly string[])[] = [];
+  let at = raw.indexOf('$');
+  if (at === -1) return { parts: [raw], hasVariables: false };
+  let copiedUpTo = 0;
+  let hasVariables = false;
+  while (at !== -1) {
+    TOKEN_AT.lastIndex = at;
+    const match = TOKEN_AT.exec(raw);
+    if (match) {
+      const token = match[0];
+      const values = variables.get(token);
+      if (values !== undefined && values.length > 0) {
+        parts.push(raw.slice(copiedUpTo, at), values);
+        copiedUpTo = at + token.length;
+        hasVariables = true;
+        at = raw.indexOf('$', copiedUpTo);
+        continue;
+      }
+      if (CLIENT_NAMES.has(token)) {
+        hasVariables = true;
+        at = raw.indexOf('$', at + token.length);
+        continue;
+      }
+    }
+    at = raw.indexOf('$', at + 1);
+  }
+  parts.push(raw.slice(copiedUpTo));
+  return { parts, hasVariables };
 }

@@ -1,5 +1,5 @@
 /** The public shape of an entry (contract section 1), shared by every JSON output. */
-import { mathRandomPick, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
+import { mathRandomPick, splitVariables, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
 import type { EntryRecord } from '../storage/entries.ts';
 
 export interface DeliveredEntry {
@@ -18,4 +18,73 @@ export function deliverEntry(entry: EntryRecord, variables: ServerVariables, pic
   return hasVariables
     ? { uuid: entry.uuid, nonsense: text, original_nonsense: entry.text, timestamp: entry.timestamp }
     : { uuid: entry.uuid, nonsense: text, timestamp: entry.timestamp };
+}
+
+/** The media type of an entry's JSON. */
+export const ENTRY_JSON_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * EntryJsonTemplate is the JSON of an entry whose text has server variables: the text between them
+ * prepared, and at each variable its values, JSON-escaped, to pick from per response.
+ */
+export class EntryJsonTemplate {
+  constructor(
+    /** Alternating JSON text and escaped value lists, starting and ending with JSON text. */
+    readonly parts: readonly (string | readonly string[])[],
+  ) {}
+
+  /** render completes the JSON with one value picked for each variable. */
+  render(pick: PickIndex = mathRandomPick): string {
+    const parts = this.parts;
+    let json = parts[0] as string;
+    for (let i = 1; i < parts.length; i += 2) {
+      const values = parts[i] as readonly string[];
+      json += values[pick(values.length)]! + (parts[i + 1] as string);
+    }
+    return json;
+  }
+
+  /** size estimates the memory it holds, in bytes. */
+  size(): number {
+    let bytes = 32;
+    for (const part of this.parts) bytes += typeof part === 'string' ? 16 + part.length : 16;
+    return bytes;
+  }
+}
+
+/** escapeJson is the inside of a JSON string literal holding `text`. */
+function escapeJson(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
+/**
+ * entryJsonEncoder prepares entries' JSON ahead of the requests for them, for the server variables
+ * given: the exact bytes of `deliverEntry`'s object as the response schema serialises it (keys
+ * `uuid`, `nonsense`, `timestamp`, then `original_nonsense` when present) when the text has no server
+ * variable, else a template that `render` completes. Each variable's values are escaped once.
+ */
+export function entryJsonEncoder(variables: ServerVariables): (entry: EntryRecord) => string | EntryJsonTemplate {
+  const escaped = new Map<readonly string[], readonly string[]>();
+  const escapeValues = (values: readonly string[]) => {
+    let found = escaped.get(values);
+    if (found === undefined) {
+      found = values.map(escapeJson);
+      escaped.set(values, found);
+    }
+    return found;
+  };
+  return (entry) => {
+    const { parts, hasVariables } = splitVariables(entry.text, variables);
+    const head = `{"uuid":"${escapeJson(entry.uuid)}","nonsense":"`;
+    const tail = `","timestamp":${entry.timestamp}${hasVariables ? `,"original_nonsense":${JSON.stringify(entry.text)}` : ''}}`;
+    if (parts.length === 1) return head + escapeJson(parts[0] as string) + tail;
+    const template: (string | readonly string[])[] = [];
+    for (let i = 0; i < parts.length; i += 2) {
+      const literal = escapeJson(parts[i] as string);
+      template.push(i === 0 ? head + literal : literal);
+      if (i + 1 < parts.length) template.push(escapeValues(parts[i + 1] as readonly string[]));
+    }
+    template[template.length - 1] += tail;
+    return new EntryJsonTemplate(template);
+  };
 }

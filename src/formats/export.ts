@@ -3,16 +3,45 @@
  * memory used does not depend on the size of the database.
  */
 import type { ExportFormat } from '../domain/export-params.ts';
-import { mathRandomPick, type PickIndex, type ServerVariables } from '../domain/variables.ts';
+import { mathRandomPick, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
 import type { EntryRecord } from '../storage/entries.ts';
-import { csvRecords } from './csv.ts';
+import { CSV_HEADER, csvRecord } from './csv.ts';
 import { deliverEntry } from './entry.ts';
+
+/**
+ * Entries read per page of an export. Each page is one query and one chunk of the file, and between
+ * pages other requests get the event loop: 1,000 keeps the per-query cost small against the rows
+ * (with 500 the export took a third more CPU; 2,000 saved little more) while a page takes only about
+ * 2 ms.
+ */
+export const EXPORT_PAGE_SIZE = 1000;
 
 export const EXPORT_CONTENT_TYPES: Readonly<Record<ExportFormat, string>> = {
   csv: 'text/csv; charset=utf-8',
   json: 'application/json; charset=utf-8',
   txt: 'text/plain; charset=utf-8',
 };
+
+/**
+ * readAhead starts an iteration and waits for its first item, so that a failure there (the database
+ * away, say) becomes a proper error answer before any byte of a file is sent. A failure after that
+ * aborts the transfer, which a client sees as a broken download, never as a complete short file.
+ */
+export async function readAhead<T>(iterable: AsyncIterable<T>): Promise<AsyncIterable<T>> {
+  const iterator = iterable[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  return {
+    async *[Symbol.asyncIterator]() {
+      try {
+        if (first.done) return;
+        yield first.value;
+        for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+      } finally {
+        await iterator.return?.();
+      }
+    },
+  };
+}
 
 /**
  * serializeExport turns pages of stored entries into chunks of the export file. TXT expects pages
@@ -27,16 +56,25 @@ export async function* serializeExport(
   let first = true;
   if (format === 'json') yield '[';
   for await (const page of pages) {
-    const delivered = page.map((entry) => deliverEntry(entry, variables, pick));
     if (format === 'csv') {
-      yield csvRecords(delivered, first);
-    } else if (format === 'json') {
+      // Straight from the stored entry to the record: no delivered object per entry.
+      let text = first ? CSV_HEADER : '';
+      for (const entry of page) {
+        const delivered = substitute(entry.text, variables, pick);
+        text += csvRecord(entry.uuid, delivered.text, delivered.hasVariables ? entry.text : undefined, entry.timestamp);
+      }
+      yield text;
+      first = false;
+      continue;
+    }
+    const delivered = page.map((entry) => deliverEntry(entry, variables, pick));
+    if (format === 'json') {
       yield (first ? '\n' : ',\n') + delivered.map((e) => JSON.stringify(e)).join(',\n');
     } else {
       yield delivered.map((e) => `${e.nonsense}\n`).join('');
     }
     first = false;
   }
-  if (format === 'csv' && first) yield csvRecords([], true);
+  if (format === 'csv' && first) yield CSV_HEADER;
   if (format === 'json') yield first ? ']' : '\n]\n';
 }

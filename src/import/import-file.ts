@@ -3,6 +3,12 @@
  * The file is streamed (memory does not grow with it) into one transaction: a bad row aborts the whole
  * import, reported with its line (CSV, TXT) or item number (JSON), and nothing is written. Entries whose
  * uuid or text already exists are skipped, so importing the same file twice changes nothing.
+ *
+ * What each format can restore: CSV and JSON carry the raw text (`original_nonsense` when the text has
+ * a variable), the uuid and the timestamp, so they restore visible entries exactly. TXT carries only the
+ * delivered text of single-line entries: no uuid, no timestamp (the import time is used), and server
+ * variables already replaced by one random value each. Variables, emojis, hidden entries, reports,
+ * tokens and the moderation log are in no export; `nonsense backup` / `restore` carry those.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -13,6 +19,7 @@ import StreamArray from 'stream-json/streamers/StreamArray.js';
 import { EXPORT_FORMATS, type ExportFormat } from '../domain/export-params.ts';
 import { checkEntryText } from '../domain/text.ts';
 import { parseUuid } from '../domain/uuid.ts';
+import { isClientVariable, tokensOf } from '../domain/variables.ts';
 import { restoreFormula } from '../formats/csv.ts';
 import type { InsertResult, NewEntry } from '../storage/entries.ts';
 import type { Storage } from '../storage/index.ts';
@@ -33,6 +40,41 @@ export interface ImportOptions {
   onProgress?: (fraction: number) => void;
   /** Timestamp for rows that have none (TXT files); defaults to now. */
   now?: number;
+}
+
+/** What an import did, and the variable tokens its texts use that the database does not define. */
+export interface ImportResult extends InsertResult {
+  /**
+   * Tokens such as `$ANIMAL$` used by the imported texts but defined neither in the database nor as a
+   * client-side variable, with how many texts use each, most used first. Such texts are delivered
+   * with the token as it is written.
+   */
+  undefinedVariables: { name: string; entries: number }[];
+}
+
+/** At most this many distinct undefined tokens are counted (a hostile file could hold millions). */
+const MAX_UNDEFINED_TRACKED = 1000;
+
+/** openFile opens the file to import, turning "missing", "a folder" and "not allowed" into one clear line. */
+function openFile(file: string): { stream: fs.ReadStream; size: number } {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason =
+      code === 'ENOENT' ? 'there is no such file'
+      : code === 'EACCES' || code === 'EPERM' ? 'this user may not read it (permission denied)'
+      : code === 'EISDIR' ? 'it is a folder, not a file'
+      : `it cannot be read (${(error as Error).message})`;
+    throw new ImportError(file, reason);
+  }
+  const stat = fs.fstatSync(fd);
+  if (!stat.isFile()) {
+    fs.closeSync(fd);
+    throw new ImportError(file, stat.isDirectory() ? 'it is a folder, not a file' : 'it is not a regular file');
+  }
+  return { stream: fs.createReadStream(file, { fd }), size: stat.size };
 }
 
 /** formatOf picks the format from `--format` or the file's extension. */
@@ -84,7 +126,7 @@ async function* csvRows(stream: fs.ReadStream): AsyncGenerator<RawRow> {
       yield {
         where: `line ${info.lines}`,
         uuid: record.uuid,
-        nonsense: restoreFormula(record.nonsense!),
+        nonsense: restoreFormula(record.nonsense),
         original_nonsense: record.original_nonsense === undefined ? undefined : restoreFormula(record.original_nonsense),
         timestamp: record.timestamp,
       };
@@ -122,23 +164,40 @@ async function* txtRows(stream: fs.ReadStream): AsyncGenerator<RawRow> {
 const READERS: Record<ExportFormat, (stream: fs.ReadStream) => AsyncGenerator<RawRow>> = { csv: csvRows, json: jsonRows, txt: txtRows };
 
 /** importFile imports one file; see the module comment. */
-export async function importFile(storage: Storage, file: string, options: ImportOptions = {}): Promise<InsertResult> {
-  const format = formatOf(file, options.format);
-  const size = fs.statSync(file).size;
-  const stream = fs.createReadStream(file);
+export async function importFile(storage: Storage, file: string, options: ImportOptions = {}): Promise<ImportResult> {
+  const defined = await storage.variables.values();
+  const { stream, size } = openFile(file);
+  let format: ExportFormat;
+  try {
+    format = formatOf(file, options.format);
+  } catch (error) {
+    stream.destroy();
+    throw error;
+  }
   const now = options.now ?? Math.floor(Date.now() / 1000);
   let reported = 0;
+  const undefinedUses = new Map<string, number>();
   async function* entries(): AsyncGenerator<NewEntry> {
     for await (const row of READERS[format](stream)) {
       if (options.onProgress && Date.now() - reported > 200) {
         reported = Date.now();
         options.onProgress(size === 0 ? 1 : stream.bytesRead / size);
       }
-      yield toEntry(row, now);
+      const entry = toEntry(row, now);
+      for (const token of tokensOf(entry.text)) {
+        if (defined.has(token) || isClientVariable(token)) continue;
+        const count = undefinedUses.get(token);
+        if (count !== undefined || undefinedUses.size < MAX_UNDEFINED_TRACKED) undefinedUses.set(token, (count ?? 0) + 1);
+      }
+      yield entry;
     }
   }
   try {
-    return await storage.entries.insertEntries(entries());
+    const result = await storage.entries.insertEntries(entries());
+    const undefinedVariables = [...undefinedUses]
+      .map(([name, count]) => ({ name, entries: count }))
+      .sort((a, b) => b.entries - a.entries || (a.name < b.name ? -1 : 1));
+    return { ...result, undefinedVariables };
   } finally {
     stream.destroy();
   }

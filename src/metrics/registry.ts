@@ -1,37 +1,20 @@
 /**
  * The process's Prometheus metrics, in one registry. Plain module state, no Fastify: the share-image
- * cache, the rate limits and the database layer count here directly, and the `/metrics` route
- * (plugins/metrics.ts) renders the registry. One registry per process, like the card cache: several
- * apps in one process (tests) add to the same counters, so tests compare before and after.
+ * service, the rate limits and the database layer count here directly, and the `/metrics` route
+ * (plugins/metrics.ts) renders the registry. One registry per process: several apps in one process
+ * (tests) add to the same counters, so tests compare before and after; gauges sum over the sources
+ * that are open.
  */
 import client from 'prom-client';
+import { RequestMetrics } from './requests.ts';
 
 export const registry = new client.Registry();
 
 // The standard process figures (CPU, resident memory, heap, event loop lag, open handles, GC).
 client.collectDefaultMetrics({ register: registry });
 
-/** Request latency in seconds by method, route pattern and status; its `_count` is the request count. */
-export const httpDuration = new client.Histogram({
-  name: 'http_request_duration_seconds',
-  help: 'Time from receiving a request to finishing its response, by method, route pattern and status.',
-  labelNames: ['method', 'route', 'status'] as const,
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  registers: [registry],
-});
-
-export const httpRequests = new client.Counter({
-  name: 'http_requests_total',
-  help: 'Requests answered, by method, route pattern and status.',
-  labelNames: ['method', 'route', 'status'] as const,
-  registers: [registry],
-});
-
-export const httpInFlight = new client.Gauge({
-  name: 'http_requests_in_flight',
-  help: 'Requests received and not yet answered.',
-  registers: [registry],
-});
+/** The per-request figures (latency, count, in flight), observed by plugins/metrics.ts. */
+export const requestMetrics = new RequestMetrics(registry);
 
 export const rateLimited = new client.Counter({
   name: 'nonsense_rate_limited_total',
@@ -74,6 +57,97 @@ export const shareImageRender = new client.Histogram({
   buckets: [0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2],
   registers: [registry],
 });
+
+export const shareImageRefused = new client.Counter({
+  name: 'nonsense_share_image_refused_total',
+  help: 'Share images refused with 503 because every render thread was busy and the wait queue full.',
+  registers: [registry],
+});
+
+export const shareImageCancelled = new client.Counter({
+  name: 'nonsense_share_image_cancelled_total',
+  help: 'Share image renders dropped or stopped because every client waiting for them had gone.',
+  registers: [registry],
+});
+
+/** What a card service can say about itself at scrape time. */
+export interface CardStats {
+  cacheBytes: number;
+  cacheCards: number;
+  threads: number;
+  running: number;
+  waiting: number;
+}
+
+const cardSources = new Set<() => CardStats>();
+
+/** watchCards adds a source of card figures (one per card service); the returned function removes it. */
+export function watchCards(source: () => CardStats): () => void {
+  cardSources.add(source);
+  return () => cardSources.delete(source);
+}
+
+function cardGauge(name: string, help: string, figure: (stats: CardStats) => number): void {
+  new client.Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      let sum = 0;
+      for (const source of cardSources) sum += figure(source());
+      this.set(sum);
+    },
+  });
+}
+
+cardGauge('nonsense_share_image_cache_bytes', 'Bytes of share images held in the in-memory card cache (at most CARD_CACHE_BYTES).', (s) => s.cacheBytes);
+cardGauge('nonsense_share_image_cache_cards', 'Share images held in the in-memory card cache.', (s) => s.cacheCards);
+cardGauge('nonsense_share_image_renders_running', 'Share images being drawn in render threads right now.', (s) => s.running);
+cardGauge('nonsense_share_image_renders_waiting', 'Share images waiting for a render thread (at most CARD_RENDER_QUEUE).', (s) => s.waiting);
+
+/** What an in-memory cache holds, at scrape time. */
+export interface CacheStats {
+  bytes: number;
+  items: number;
+}
+
+/** Sources of cache figures by cache name (entry_snapshot, entry_lookups, rate_limits), one per app. */
+const cacheSources = new Map<string, Set<() => CacheStats>>();
+
+/** watchCache adds a source of figures of the cache `name`; the returned function removes it. */
+export function watchCache(name: string, source: () => CacheStats): () => void {
+  let sources = cacheSources.get(name);
+  if (sources === undefined) {
+    sources = new Set();
+    cacheSources.set(name, sources);
+  }
+  sources.add(source);
+  return () => sources.delete(source);
+}
+
+function cacheGauge(name: string, help: string, figure: (stats: CacheStats) => number): void {
+  new client.Gauge({
+    name,
+    help,
+    labelNames: ['cache'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [cache, sources] of cacheSources) {
+        let sum = 0;
+        for (const source of sources) sum += figure(source());
+        this.set({ cache }, sum);
+      }
+    },
+  });
+}
+
+cacheGauge(
+  'nonsense_cache_bytes',
+  'Bytes held by an in-memory cache, each within its budget: entry_snapshot (ENTRY_CACHE_BYTES), entry_lookups (ENTRY_LOOKUP_CACHE_BYTES), rate_limits (RATE_LIMIT_CACHE_BYTES).',
+  (s) => s.bytes,
+);
+cacheGauge('nonsense_cache_items', 'Items held by an in-memory cache: entries, or rate-limit keys.', (s) => s.items);
 
 /** What a database can say about itself at scrape time (see Database.stats). */
 export interface DatabaseStats {

@@ -3,6 +3,7 @@
  * on every request (so a revoked token stops working at once). Registered inside the admin scope only.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { problemResponse } from '../schemas/api.ts';
 import { HttpProblem } from './problem.ts';
 
 declare module 'fastify' {
@@ -14,6 +15,9 @@ declare module 'fastify' {
 
 const REALM = 'Bearer realm="nonsense-admin"';
 
+/** The name of the bearer scheme in the OpenAPI document (`components.securitySchemes`). */
+export const BEARER_SCHEME = 'bearerAuth';
+
 function bearerToken(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (header === undefined) return null;
@@ -24,6 +28,12 @@ function bearerToken(request: FastifyRequest): string | null {
 /** adminAuth adds the guard to the scope it is called in. */
 export function adminAuth(app: FastifyInstance): void {
   app.decorateRequest('actor', '');
+  // Every route behind the guard says so in the API description: the scheme, and its 401.
+  app.addHook('onRoute', (route) => {
+    if (route.schema === undefined || route.schema.hide) return;
+    const response = { ...(route.schema.response as Record<string, unknown> | undefined), 401: problemResponse(401) };
+    route.schema = { ...route.schema, security: [{ [BEARER_SCHEME]: [] }], response };
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('cache-control', 'no-store');
     const token = bearerToken(request);

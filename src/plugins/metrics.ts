@@ -6,45 +6,50 @@
  * the label `unmatched`. With METRICS_TOKEN set the endpoint needs `Authorization: Bearer <token>`.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Counter, Histogram } from 'prom-client';
-import { httpDuration, httpInFlight, httpRequests, registry, watchDatabase } from '../metrics/registry.ts';
+import { registry, requestMetrics, watchDatabase } from '../metrics/registry.ts';
+import type { RouteSeries } from '../metrics/requests.ts';
 import { HttpProblem } from './problem.ts';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** performance.now() when the request arrived, for the latency histogram. */
-    metricsStart: number;
-  }
-}
 
 export const METRICS_PATH = '/metrics';
 
-type Series = { duration: ReturnType<Histogram<'method' | 'route' | 'status'>['labels']>; count: ReturnType<Counter<'method' | 'route' | 'status'>['labels']> };
+const ID_ROUTE = '/api/v1/nonsense/:id';
+const PNG = /\.png$/i;
 
-// Looking up a labelled child hashes its labels; caching the pair per label set keeps the cost per
-// request to one Map lookup. The set is bounded: routes × methods × statuses.
-const series = new Map<string, Series>();
+// What the 'close' listener needs, kept on the response itself so that one shared listener serves
+// every request (no closure per request).
+const kStart = Symbol('metricsStart');
+const kRoute = Symbol('metricsRoute');
+type TimedResponse = ServerResponse & { [kStart]: number; [kRoute]: RouteSeries };
 
-function seriesOf(method: string, route: string, status: number): Series {
-  const key = `${method} ${status} ${route}`;
-  let found = series.get(key);
+/** The series of each route pattern, by pattern; unknown paths share `unmatched`. */
+const routes = new Map<string, RouteSeries>();
+
+function routeSeries(method: string, label: string): RouteSeries {
+  let found = routes.get(label);
   if (found === undefined) {
-    const labels = { method, route, status: String(status) };
-    found = { duration: httpDuration.labels(labels), count: httpRequests.labels(labels) };
-    series.set(key, found);
+    found = requestMetrics.route(method, label);
+    routes.set(label, found);
   }
   return found;
 }
 
-/** routeLabel is the pattern of the route that answered; the share image gets its own, as it costs far more. */
-function routeLabel(request: FastifyRequest): string {
+/** routeOf is the series of the route that answers; the share image gets its own, as it costs far more. */
+function routeOf(request: FastifyRequest): RouteSeries {
   const route = request.routeOptions.url;
-  if (route === undefined) return 'unmatched';
-  if (route === '/api/v1/nonsense/:id' && /\.png$/i.test((request.params as { id?: string }).id ?? '')) return '/api/v1/nonsense/:id.png';
-  return route;
+  if (route === undefined) return routeSeries(request.method, 'unmatched');
+  if (route === ID_ROUTE && PNG.test((request.params as { id?: string }).id ?? '')) return routeSeries(request.method, `${ID_ROUTE}.png`);
+  return routeSeries(request.method, route);
+}
+
+// 'close' on the response fires exactly once, whether the response finished or the client went
+// away mid-stream (when Fastify's onResponse does not run), so the in-flight count cannot drift.
+function onClose(this: TimedResponse): void {
+  requestMetrics.inFlight--;
+  this[kRoute].series(this.req.method ?? 'GET', this.statusCode).observe((performance.now() - this[kStart]) / 1000);
 }
 
 function sha256(text: string): Buffer {
@@ -53,20 +58,12 @@ function sha256(text: string): Buffer {
 
 export default fp(
   async function metricsPlugin(app: FastifyInstance) {
-    app.decorateRequest('metricsStart', 0);
-
-    // 'close' on the response fires exactly once, whether the response finished or the client went
-    // away mid-stream (when Fastify's onResponse does not run), so the in-flight gauge cannot drift.
     app.addHook('onRequest', (request, reply, done) => {
-      request.metricsStart = performance.now();
-      httpInFlight.inc();
-      reply.raw.once('close', () => {
-        httpInFlight.dec();
-        const seconds = (performance.now() - request.metricsStart) / 1000;
-        const { duration, count } = seriesOf(request.method, routeLabel(request), reply.statusCode);
-        duration.observe(seconds);
-        count.inc();
-      });
+      const res = reply.raw as TimedResponse;
+      res[kStart] = performance.now();
+      res[kRoute] = routeOf(request);
+      requestMetrics.inFlight++;
+      res.on('close', onClose);
       done();
     });
 

@@ -1,38 +1,84 @@
 /**
  * Per-address rate limits (contract section 12), with @fastify/rate-limit: one budget for every
- * public GET (RATE_LIMIT_READ), one for share images (RATE_LIMIT_IMAGE), one for reports
+ * public GET and HEAD (RATE_LIMIT_READ), one for share images (RATE_LIMIT_IMAGE), one for reports
  * (RATE_LIMIT_REPORT). Counters live in this process, or in Redis when REDIS_URL is set so that every
- * instance shares them. Routes are classified here, as they are added, not one by one.
+ * instance shares them. Routes are classified here, as they are added, not one by one: by the route
+ * a request matched (so `%2Epng` is charged like `.png`), never by its raw URL.
  */
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { RateLimit } from '../config.ts';
-import { rateLimited } from '../metrics/registry.ts';
+import { rateLimited, watchCache } from '../metrics/registry.ts';
+import { problemResponse } from '../schemas/api.ts';
 import { HttpProblem } from './problem.ts';
+import { budgetedStore, COUNTER_BYTES } from './rate-limit-store.ts';
 
 type Limiter = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Route option for POST /api/v1/nonsense/report: `{ onRequest: app.reportLimit }` (undefined when off). */
+    /**
+     * Spends one unit of the report budget of the request's address, throwing the 429 when it is used
+     * up (undefined when off). Handlers call it once a report is known to be well-formed, so refused
+     * reports cost nothing.
+     */
     reportLimit: Limiter | undefined;
   }
 }
 
-/** Public GETs: the interface, OData and the share pages; not health, docs or the admin API. */
-function isPublicRead(url: string): boolean {
-  return (url.startsWith('/api/v1/') && !url.startsWith('/api/v1/admin')) || url.startsWith('/odata/') || url.startsWith('/nonsense/');
+/**
+ * Routes outside the read budget: health checks and metrics (probes must never be refused), fixed
+ * documents served from memory (static assets, the API description and its reference page), and the
+ * admin API (bearer tokens; limiting it per address would let one client lock moderators out).
+ */
+const UNLIMITED = [/^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/static\//, /^\/favicon/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/api\/v1\/admin(\/|$)/];
+
+/** isPublicRead tells whether a GET or HEAD route spends the read budget: every page and API read but the ones above. */
+export function isPublicRead(url: string): boolean {
+  return !UNLIMITED.some((pattern) => pattern.test(url));
 }
 
-const isShareImage = (request: FastifyRequest) => request.url.split('?', 1)[0]!.toLowerCase().endsWith('.png');
+/** The share image has its own route; `<uuid>.PNG` reaches the by-UUID route (a 404) but is charged like an image. */
+const SHARE_IMAGE_ROUTE = '/api/v1/nonsense/:id.png';
+const BY_UUID_ROUTE = '/api/v1/nonsense/:id';
+const isShareImage = (request: FastifyRequest) => /\.png$/i.test((request.params as { id?: string } | undefined)?.id ?? '');
+
+const UNITS = [
+  [3_600_000, 'hour'],
+  [60_000, 'minute'],
+  [1000, 'second'],
+] as const;
+
+/** describeWindow writes a rate-limit window as people say it: "10 minutes", "1 hour", "90 seconds". */
+export function describeWindow(ms: number): string {
+  const [size, unit] = UNITS.find(([size]) => ms % size === 0 && ms >= size) ?? [1, 'millisecond'];
+  const count = ms / size;
+  return `${count} ${unit}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * imageOrRead is the by-UUID route's limit: the image budget for `<uuid>.PNG`, else the read budget.
+ * A callback hook that returns at once when the chosen budget is off (the hot path of an entry by
+ * UUID with RATE_LIMIT_READ=off pays no promise for it).
+ */
+function imageOrRead(image: Limiter | undefined, read: Limiter | undefined): onRequestHookHandler | undefined {
+  if (image === undefined && read === undefined) return undefined;
+  return (request, reply, done) => {
+    const limit = isShareImage(request) ? image : read;
+    if (limit === undefined) done();
+    else limit(request, reply).then(() => done(), done);
+  };
+}
 
 export default fp(
   async function rateLimitsPlugin(app: FastifyInstance) {
     const { rateLimitRead, rateLimitImage, rateLimitReport, redisUrl } = app.config;
     let redis: Redis | undefined;
     if (redisUrl !== null) {
+      // Loaded only when used: the client is a large module, and most processes never need it.
+      const { Redis } = await import('ioredis');
       // Bounded waits: during a Redis outage a request is delayed by at most commandTimeout, then served unlimited.
       redis = new Redis(redisUrl, { connectTimeout: 2000, maxRetriesPerRequest: 1, commandTimeout: 500 });
       redis.on('error', (error) => app.log.warn({ err: error }, 'Redis for rate limits is unavailable; requests are not limited meanwhile'));
@@ -41,19 +87,23 @@ export default fp(
       });
     }
 
+    // Without Redis the counters live here, within RATE_LIMIT_CACHE_BYTES.
+    const local = redis === undefined ? budgetedStore(app.config.rateLimitCacheBytes, 3) : undefined;
+    if (local !== undefined) {
+      const unwatch = watchCache('rate_limits', () => ({ bytes: local.counters() * COUNTER_BYTES, items: local.counters() }));
+      app.addHook('onClose', async () => {
+        unwatch();
+      });
+    }
+
     await app.register(rateLimit, {
       global: false,
       redis,
+      ...(local === undefined ? {} : { store: local.Store }),
       nameSpace: 'nonsense-rate-limit:',
       // A Redis outage must not take the service down with it.
       skipOnError: true,
       enableDraftSpec: true,
-      errorResponseBuilder: (_request, context) =>
-        new HttpProblem(
-          429,
-          `Too many requests from your address: at most ${context.max} per ${context.after}. ` +
-            `Try again in ${Math.max(1, Math.ceil(context.ttl / 1000))} s.`,
-        ),
     });
 
     const limiter = (name: string, limit: RateLimit): Limiter | undefined =>
@@ -64,6 +114,13 @@ export default fp(
             timeWindow: limit.windowMs,
             keyGenerator: (request: FastifyRequest) => `${name}:${normalizeIP(request.ip)}`,
             onExceeded: () => rateLimited.inc({ budget: name }),
+            // The plugin's own `after` is the time left, not the window; the detail says both.
+            errorResponseBuilder: (_request: FastifyRequest, context: { ttl: number }) =>
+              new HttpProblem(
+                429,
+                `Too many requests from your address: at most ${limit.max} per ${describeWindow(limit.windowMs)}; ` +
+                  `try again in ${Math.max(1, Math.ceil(context.ttl / 1000))} s.`,
+              ),
           }) as Limiter);
 
     const read = limiter('read', rateLimitRead);
@@ -71,16 +128,21 @@ export default fp(
     app.decorate('reportLimit', limiter('report', rateLimitReport));
 
     app.addHook('onRoute', (route) => {
+      // HEAD routes are added beside their GET (and `.png` HEADs render a card too), so they are charged alike.
       const methods = ([] as string[]).concat(route.method);
-      if (!methods.includes('GET') || !isPublicRead(route.url)) return;
-      // The by-UUID route also serves the share image, which has its own budget.
-      const limit: Limiter | undefined =
-        route.url === '/api/v1/nonsense/:id'
-          ? async (request, reply) => (isShareImage(request) ? image?.(request, reply) : read?.(request, reply))
-          : read;
+      if (!methods.some((method) => method === 'GET' || method === 'HEAD') || !isPublicRead(route.url)) return;
+      // The API description says so whether or not the limits are on in this deployment.
+      if (route.schema !== undefined && !route.schema.hide) {
+        route.schema = { ...route.schema, response: { ...(route.schema.response as Record<string, unknown> | undefined), 429: problemResponse(429) } };
+      }
+      // Share images have their own budget.
+      const limit: onRequestHookHandler | undefined =
+        route.url === SHARE_IMAGE_ROUTE ? image
+        : route.url === BY_UUID_ROUTE ? imageOrRead(image, read)
+        : read;
       if (limit === undefined) return;
-      const existing = route.onRequest === undefined ? [] : ([] as onRequestAsyncHookHandler[]).concat(route.onRequest as never);
-      route.onRequest = [limit as onRequestAsyncHookHandler, ...existing];
+      const existing = route.onRequest === undefined ? [] : ([] as onRequestHookHandler[]).concat(route.onRequest as never);
+      route.onRequest = [limit, ...existing];
     });
   },
   { name: 'rate-limits' },

@@ -1,6 +1,8 @@
 /**
- * Entries: lookups for the public API, the random pick, the status summary and bulk insertion for
- * the demo data and imports. Only visible entries ever leave this module through the read methods.
+ * Entries one at a time: lookups for the public API, the random pick, the status summary, bulk
+ * insertion for the demo data and imports, and the admin's writes. The public reads (findVisible,
+ * random, status) see visible entries only; findAny, for moderators, sees every state. Lists of
+ * entries are read through `entry-query.ts`.
  */
 import type { Kysely } from 'kysely';
 import type { EngineQuirks } from '../db/dialects/quirks.ts';
@@ -8,8 +10,9 @@ import { prepareQuery } from '../db/prepared.ts';
 import { randomUUID } from 'node:crypto';
 import type { DB, EntryState } from '../db/schema.ts';
 import { textKey } from '../domain/text.ts';
+import { toEntryRecord } from './entry-query.ts';
 import { recordAction } from './moderation-log.ts';
-import { bumpRevision, writeTransaction, type RevisionCache } from './revision.ts';
+import { bumpRevision, readRevision, writeTransaction, type RevisionCache } from './revision.ts';
 
 /** An entry as stored: raw text, not yet substituted. */
 export interface EntryRecord {
@@ -46,28 +49,15 @@ export interface AdminEntry {
   timestamp: number;
 }
 
-/** What moderators search entries by (EntryStore.search). */
-export interface EntrySearch {
-  /** Case-insensitive substring of the raw text; empty means any. */
-  q?: string;
-  state?: EntryState;
-  limit: number;
-  /** Only entries before this (timestamp, uuid) in newest-first order: the last one of the previous page. */
-  before?: { timestamp: number; uuid: string };
-}
-
 /** The outcome of a write that may collide with an existing text. */
 export type EntryWrite = { entry: AdminEntry } | { duplicateOf: string } | { notFound: true };
 
 const RANDOM_ATTEMPTS = 4;
 
-function toRecord(row: { uuid: string; text: string; created_at: number }): EntryRecord {
-  return { uuid: row.uuid, text: row.text, timestamp: Number(row.created_at) };
-}
-
 export class EntryStore {
   private readonly visibleByUuid;
   private readonly visibleById;
+  private readonly afterId;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -77,12 +67,17 @@ export class EntryStore {
     const visible = (db: Kysely<DB>) => db.selectFrom('entries').select(['uuid', 'text', 'created_at']).where('state', '=', 'visible');
     this.visibleByUuid = prepareQuery(db, 1, (db, uuid: string) => visible(db).where('uuid', '=', uuid));
     this.visibleById = prepareQuery(db, 1, (db, id: number) => visible(db).where('id', '=', id));
+    // By primary key alone, visibility checked by the caller: a condition on state would lead the
+    // planner to the state index and a sort of every visible entry for each page.
+    this.afterId = prepareQuery(db, 2, (db, id: number, limit: number) =>
+      db.selectFrom('entries').select(['id', 'uuid', 'text', 'created_at', 'state']).where('id', '>', id).orderBy('id').limit(limit),
+    );
   }
 
   /** findVisible returns the visible entry with this (lower-case) uuid, or null. */
   async findVisible(uuid: string): Promise<EntryRecord | null> {
     const [row] = await this.visibleByUuid(this.db, uuid);
-    return row ? toRecord(row) : null;
+    return row ? toEntryRecord(row) : null;
   }
 
   /**
@@ -95,10 +90,27 @@ export class EntryStore {
       const ids = await this.cache.get('visible-ids', () => this.visibleIds());
       if (ids.length === 0) return null;
       const [row] = await this.visibleById(this.db, ids[pick(ids.length)]!);
-      if (row) return toRecord(row);
+      if (row) return toEntryRecord(row);
       this.cache.invalidate();
     }
     return null;
+  }
+
+  /**
+   * page reads up to `limit` entries with an id above `afterId`, in id order: the next id to read
+   * after, and the visible ones among them. The entry cache is built from these pages; `next` is
+   * null after the last.
+   */
+  async page(afterId: number, limit: number): Promise<{ next: number | null; visible: EntryRecord[] }> {
+    const rows = await this.afterId(this.db, afterId, limit);
+    const visible: EntryRecord[] = [];
+    for (const row of rows) if (row.state === 'visible') visible.push(toEntryRecord(row));
+    return { next: rows.length < limit ? null : rows[rows.length - 1]!.id, visible };
+  }
+
+  /** readRevision reads the current revision from the database, past every cache. */
+  readRevision(): Promise<number> {
+    return readRevision(this.db);
   }
 
   private async visibleIds(): Promise<Float64Array> {
@@ -179,7 +191,7 @@ export class EntryStore {
   /** findAny returns the entry in any state, or null. */
   async findAny(uuid: string): Promise<AdminEntry | null> {
     const row = await this.db.selectFrom('entries').select(['uuid', 'text', 'state', 'created_at']).where('uuid', '=', uuid).executeTakeFirst();
-    return row ? { uuid: row.uuid, text: row.text, state: row.state, timestamp: Number(row.created_at) } : null;
+    return row ? { ...toEntryRecord(row), state: row.state } : null;
   }
 
   /** create adds a visible entry (text already checked), unless the same text exists. */
@@ -231,25 +243,6 @@ export class EntryStore {
     return removed === true;
   }
 
-  /**
-   * search lists entries in any state for moderators, newest first (timestamp, then uuid, both
-   * descending), resuming before `before`. `q` matches like the public search: a case-insensitive
-   * substring of the raw text.
-   */
-  async search(filter: EntrySearch): Promise<AdminEntry[]> {
-    let query = this.db.selectFrom('entries').select(['uuid', 'text', 'state', 'created_at']);
-    const q = filter.q ? textKey(filter.q) : '';
-    if (q !== '') query = query.where(this.quirks.containsText(q));
-    if (filter.state !== undefined) query = query.where('state', '=', filter.state);
-    const before = filter.before;
-    if (before !== undefined) {
-      query = query.where((eb) =>
-        eb.or([eb('created_at', '<', before.timestamp), eb.and([eb('created_at', '=', before.timestamp), eb('uuid', '<', before.uuid)])]),
-      );
-    }
-    const rows = await query.orderBy('created_at', 'desc').orderBy('uuid', 'desc').limit(filter.limit).execute();
-    return rows.map((row) => ({ uuid: row.uuid, text: row.text, state: row.state, timestamp: Number(row.created_at) }));
-  }
 
   private async duplicateOf(trx: Kysely<DB>, text: string, except?: string): Promise<string | null> {
     let query = trx.selectFrom('entries').select('uuid').where(this.quirks.textKeyEquals(textKey(text)));

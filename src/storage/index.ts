@@ -6,6 +6,7 @@ import type { Database } from '../db/database.ts';
 import { EmojiStore } from './emojis.ts';
 import { EntryQuery } from './entry-query.ts';
 import { EntryStore } from './entries.ts';
+import { GalaxyStore } from './galaxy.ts';
 import { ModerationLog } from './moderation-log.ts';
 import { ReportStore } from './reports.ts';
 import { readRevision, RevisionCache } from './revision.ts';
@@ -22,6 +23,7 @@ export interface Storage {
   readonly reports: ReportStore;
   readonly tokens: TokenStore;
   readonly moderationLog: ModerationLog;
+  readonly galaxy: GalaxyStore;
 }
 
 export interface StorageOptions {
@@ -42,5 +44,6 @@ export function createStorage(database: Database, options: StorageOptions = {}):
     reports: new ReportStore(database.db, cache),
     tokens: new TokenStore(database.db),
     moderationLog: new ModerationLog(database.db),
+    galaxy: new GalaxyStore(database.db),
   };
 }

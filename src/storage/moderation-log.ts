@@ -4,7 +4,8 @@ import type { DB } from '../db/schema.ts';
 
 export interface LogRecord {
   id: number;
-  at: number;
+  /** When it happened, Unix seconds. */
+  atS: number;
   actor: string;
   action: string;
   target: string;
@@ -35,7 +36,8 @@ export class ModerationLog {
     const rows = await query.execute();
     return rows.map((row) => ({
       id: row.id,
-      at: Number(row.at),
+      // The table keeps milliseconds; the API speaks seconds.
+      atS: Math.floor(Number(row.at) / 1000),
       actor: row.actor,
       action: row.action,
       target: row.target,

@@ -5,21 +5,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB, EntryState, ReportStatus } from '../db/schema.ts';
+import type { ReportCursor, ReportReason } from '../domain/reports.ts';
 import { recordAction } from './moderation-log.ts';
 import { writeTransaction, type RevisionCache } from './revision.ts';
 
-export const REPORT_REASONS = ['hate_speech', 'sexual_content', 'graphic_violence', 'personal_information', 'duplicate', 'other'] as const;
-export type ReportReason = (typeof REPORT_REASONS)[number];
 
 export interface Report {
   id: string;
   entryUuid: string;
-  reason: string;
+  reason: ReportReason;
   details: string | null;
   status: ReportStatus;
-  /** Unix seconds. */
-  createdAt: number;
-  resolvedAt: number | null;
+  /** When the report was filed, Unix seconds. */
+  createdAtS: number;
+  /** When it was accepted or dismissed, Unix seconds. */
+  resolvedAtS: number | null;
   resolvedBy: string | null;
 }
 
@@ -31,15 +31,17 @@ export type Resolution = { report: Report } | { notFound: true } | { alreadyReso
 
 type ReportRow = DB['reports'];
 
+// The table keeps milliseconds (they order reports filed within one second); the API speaks seconds.
 function toReport(row: ReportRow): Report {
   return {
     id: row.id,
     entryUuid: row.entry_uuid,
-    reason: row.reason,
+    // Only the API writes reports, and it writes only known reasons.
+    reason: row.reason as ReportReason,
     details: row.details,
     status: row.status,
-    createdAt: Math.floor(Number(row.created_at) / 1000),
-    resolvedAt: row.resolved_at === null ? null : Math.floor(Number(row.resolved_at) / 1000),
+    createdAtS: Math.floor(Number(row.created_at) / 1000),
+    resolvedAtS: row.resolved_at === null ? null : Math.floor(Number(row.resolved_at) / 1000),
     resolvedBy: row.resolved_by,
   };
 }
@@ -71,21 +73,36 @@ export class ReportStore {
   }
 
   /** list returns the reports with `status`, oldest first, each with its entry. */
-  async list(status: ReportStatus, limit = 500): Promise<ReportWithEntry[]> {
-    const rows = await this.db
+  async list(status: ReportStatus, limit = 1000): Promise<ReportWithEntry[]> {
+    return (await this.page(status, { limit })).reports;
+  }
+
+  /**
+   * page returns up to `limit` reports with `status` after `after` (oldest first, each with its
+   * entry), and the position to continue from when more remain.
+   */
+  async page(status: ReportStatus, { after, limit }: { after?: ReportCursor; limit: number }): Promise<{ reports: ReportWithEntry[]; next: ReportCursor | null }> {
+    let query = this.db
       .selectFrom('reports')
       .innerJoin('entries', 'entries.uuid', 'reports.entry_uuid')
       .selectAll('reports')
       .select(['entries.text as entry_text', 'entries.state as entry_state', 'entries.created_at as entry_created_at'])
-      .where('reports.status', '=', status)
-      .orderBy('reports.created_at', 'asc')
-      .orderBy('reports.id', 'asc')
-      .limit(limit)
-      .execute();
-    return rows.map((row) => ({
-      ...toReport(row),
-      entry: { uuid: row.entry_uuid, text: row.entry_text, state: row.entry_state, timestamp: Number(row.entry_created_at) },
-    }));
+      .where('reports.status', '=', status);
+    if (after !== undefined) {
+      query = query.where((eb) =>
+        eb.or([eb('reports.created_at', '>', after.createdAtMs), eb.and([eb('reports.created_at', '=', after.createdAtMs), eb('reports.id', '>', after.id)])]),
+      );
+    }
+    // One more than asked tells whether another page exists, without a count.
+    const rows = await query.orderBy('reports.created_at', 'asc').orderBy('reports.id', 'asc').limit(limit + 1).execute();
+    const last = rows.length > limit ? rows[limit - 1] : undefined;
+    return {
+      reports: rows.slice(0, limit).map((row) => ({
+        ...toReport(row),
+        entry: { uuid: row.entry_uuid, text: row.entry_text, state: row.entry_state, timestamp: Number(row.entry_created_at) },
+      })),
+      next: last === undefined ? null : { createdAtMs: Number(last.created_at), id: last.id },
+    };
   }
 
   /** accept hides the report's entry and accepts every open report on it. */
@@ -128,6 +145,6 @@ export class ReportStore {
       const current = await this.db.selectFrom('reports').select('status').where('id', '=', id).executeTakeFirstOrThrow();
       return { alreadyResolved: current.status };
     }
-    return { report: toReport((await this.db.selectFrom('reports').selectAll().where('id', '=', id).executeTakeFirstOrThrow()) as ReportRow) };
+    return { report: toReport((await this.db.selectFrom('reports').selectAll().where('id', '=', id).executeTakeFirstOrThrow())) };
   }
 }

@@ -34,6 +34,14 @@ export class RevisionCache {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /**
+   * peek returns the revision without waiting when the last read is recent enough to use, else null
+   * (then `current()` re-reads it). The hot paths check it before anything asynchronous.
+   */
+  peek(): number | null {
+    return this.now() - this.checkedAt < this.maxAgeMs ? this.revision : null;
+  }
+
   /** current returns the revision, re-reading it when the last read is older than maxAgeMs. */
   async current(): Promise<number> {
     if (this.now() - this.checkedAt < this.maxAgeMs) return this.revision;

@@ -19,12 +19,19 @@ export class VariableStore {
 
   /** list returns every server variable, sorted by name. */
   async list(): Promise<readonly ServerVariable[]> {
-    return this.cache.get('variables', async () => {
-      const rows = await this.db.selectFrom('variables').select(['name', 'description', 'values_json']).execute();
-      return rows
-        .map((row) => ({ name: row.name, description: row.description, values: JSON.parse(row.values_json) as string[] }))
-        .sort((a, b) => compareCodePoints(a.name, b.name));
-    });
+    return this.cache.get('variables', () => this.read());
+  }
+
+  /** readValues reads the token → values map from the database, past the cache. */
+  async readValues(): Promise<ServerVariables> {
+    return new Map((await this.read()).map((v) => [v.name, v.values]));
+  }
+
+  private async read(): Promise<ServerVariable[]> {
+    const rows = await this.db.selectFrom('variables').select(['name', 'description', 'values_json']).execute();
+    return rows
+      .map((row) => ({ name: row.name, description: row.description, values: JSON.parse(row.values_json) as string[] }))
+      .sort((a, b) => compareCodePoints(a.name, b.name));
   }
 
   /** values returns the server variables as a token → values map, for substitution. */

@@ -1,5 +1,5 @@
 /**
- * The site's static files (CSS, JS, icon, fonts), read once at start and served from memory. Pages
+ * The site's static files (CSS, JS, icon, fonts, three.js), read once at start and served from memory. Pages
  * link them with a `?v=<hash>` of their content, so a browser may keep them for a year without asking
  * again, and a new version of a file is a new URL.
  */
@@ -33,6 +33,11 @@ const FONTS: Record<string, string> = {
   'noto-sans-600.ttf': '@expo-google-fonts/noto-sans/600SemiBold/NotoSans_600SemiBold.ttf',
 };
 
+// three.js's ES module build, for the galaxy page. three.module.js imports `./three.core.js`, which is
+// served beside it under that name.
+const THREE_BUILD = path.dirname(fileURLToPath(import.meta.resolve('three')));
+const THREE_MODULES = ['three.module.js', 'three.core.js'];
+
 function asset(file: string, body: Buffer): Asset {
   const contentType = TYPES[path.extname(file)];
   if (contentType === undefined) throw new Error(`No content type is known for the static file ${file}`);
@@ -46,10 +51,11 @@ function loadAssets(): ReadonlyMap<string, Asset> {
     assets.set(file, asset(file, fs.readFileSync(path.join(STATIC_DIR, file))));
   }
   for (const [file, module] of Object.entries(FONTS)) assets.set(file, asset(file, fs.readFileSync(require.resolve(module))));
+  for (const file of THREE_MODULES) assets.set(file, asset(file, fs.readFileSync(path.join(THREE_BUILD, file))));
   return assets;
 }
 
-/** Every static file by name; about 1.4 MB, most of it the two fonts. */
+/** Every static file by name; about 3.5 MB, most of it three.js (2.1 MB) and the two fonts. */
 export const ASSETS = loadAssets();
 
 /** assetUrl is the versioned address of a static file; it throws for a file that does not exist. */

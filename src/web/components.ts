@@ -1,5 +1,5 @@
 /** Pieces of markup that several pages share: an entry with its actions, the report dialog and form. */
-import { REPORT_REASONS, type ReportReason } from '../storage/reports.ts';
+import { REPORT_REASONS, type ReportReason } from '../domain/reports.ts';
 import { html, type SafeHtml } from './html.ts';
 import { formatDate, isoDate } from './entry-text.ts';
 

@@ -37,6 +37,6 @@ function render(value: Interpolation): string {
 /** html is a template tag: the literal parts are markup, every interpolated value is escaped. */
 export function html(strings: TemplateStringsArray, ...values: Interpolation[]): SafeHtml {
   let out = strings[0]!;
-  for (let i = 0; i < values.length; i++) out += render(values[i]!) + strings[i + 1]!;
+  for (let i = 0; i < values.length; i++) out += render(values[i]) + strings[i + 1]!;
   return new SafeHtml(out);
 }

@@ -27,7 +27,7 @@ export const SITE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-export type Section = 'random' | 'search' | 'admin' | null;
+export type Section = 'random' | 'search' | 'galaxy' | 'admin' | null;
 
 export interface PageOptions {
   title: string;
@@ -67,6 +67,7 @@ ${scripts.map((file) => html`<script src="${assetUrl(file)}" defer></script>\n`)
 <ul>
 ${navItem('random', '/', 'Random')}
 ${navItem('search', '/search', 'Search')}
+${navItem('galaxy', '/galaxy', 'Galaxy')}
 </ul>
 </nav>
 </div>

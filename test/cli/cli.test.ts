@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -7,23 +7,18 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { createStorage } from '../../src/storage/index.ts';
-import { freePort, tempDir } from '../helper.ts';
-
-const run = promisify(execFile);
-const BIN = path.resolve('bin/nonsense.js');
-// Vite sets BASE_URL for its own use; the service must not inherit it.
-const { BASE_URL: _viteBase, ...parentEnv } = process.env;
+import pg from 'pg';
+import { checkAnswersAgainstDocument, freePort, tempDir } from '../helper.ts';
+import { BIN, parentEnv, runCommand, startService } from '../process-helper.ts';
+import { skipWithout } from '../requirements.ts';
 
 /** nonsense runs the command line and returns its exit code and output, never throwing. */
-async function nonsense(args: string[], env: Record<string, string>) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...parentEnv, LOG_LEVEL: 'warn', ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const run = promisify(execFile);
+
+/** runWithout runs the command line with exactly `env` (not merged with this process's), in `cwd`. */
+const runWithout = (args: string[], env: NodeJS.ProcessEnv, cwd: string) => run(process.execPath, [BIN, ...args], { cwd, env: { ...env, LOG_LEVEL: 'warn' } });
+
+const nonsense = (args: string[], env: Record<string, string>, cwd?: string) => runCommand(args, env, cwd === undefined ? {} : { cwd });
 
 describe('nonsense command line', () => {
   let dir: string;
@@ -42,7 +37,7 @@ describe('nonsense command line', () => {
   });
 
   it('migrates, then reports the schema up to date', async () => {
-    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 4 migration\(s\): 0001-initial, 0002-search-index, 0003-moderation, 0004-long-text-keys/);
+    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 5 migration\(s\): 0001-initial, 0002-search-index, 0003-moderation, 0004-long-text-keys, 0005-galaxy/);
     expect((await nonsense(['migrate'], env)).stdout).toMatch(/up to date/);
   });
 
@@ -53,12 +48,20 @@ describe('nonsense command line', () => {
     expect((await nonsense(['demo'], env)).stdout).toMatch(/Demo data: 0 entries added \(\d{3} already present\), 0 variables and 0 emojis/);
   });
 
+  it('lays out the galaxy, then finds it up to date', async () => {
+    const first = await nonsense(['galaxy'], env);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^Laid out \d{3} entries in [\d.]+ s\.$/m);
+    expect((await nonsense(['galaxy'], env)).stdout).toMatch(/The galaxy is up to date/);
+  });
+
   it('exports the same bytes as the HTTP export, and imports them elsewhere', async () => {
     const result = await nonsense(['export', '--format', 'csv', '--q', 'cat', '--after', '1600000000'], env);
     expect(result.code).toBe(0);
     const config = loadConfig({ DATABASE_URL: env.DATABASE_URL!, LOG_LEVEL: 'silent' });
     const database = await openDatabase(config.database);
     const app = await buildApp({ config, storage: createStorage(database), logger: false });
+    await checkAnswersAgainstDocument(app);
     try {
       const http = (await app.inject('/api/v1/nonsense?format=csv&q=cat&after=1600000000')).body;
       // Lines with variables differ by their random values; everything else is byte for byte the same.
@@ -66,6 +69,9 @@ describe('nonsense command line', () => {
       expect(fixed(result.stdout)).toEqual(fixed(http));
       expect(result.stdout.split('\r\n').length).toBe(http.split('\r\n').length);
       expect(http.split('\r\n').length).toBeGreaterThan(3);
+      // The options are checked by the HTTP export's own schema, with the same words.
+      const refused = (await app.inject('/api/v1/nonsense?after=1e3')).json().detail as string;
+      expect((await nonsense(['export', '--after', '1e3'], env)).stderr).toContain(refused.replace('parameter "after"', 'option --after'));
     } finally {
       await app.close();
       await database.close();
@@ -78,7 +84,8 @@ describe('nonsense command line', () => {
     const bad = await nonsense(['import', path.join(dir, 'bad.csv')], other);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/line 3: .*control character.*Nothing was imported/);
-    expect((await nonsense(['export', '--format', 'xml'], env)).stderr).toMatch(/Allowed choices are csv, json, txt/);
+    // The options are checked by the HTTP export's own schema, with the same words.
+    expect((await nonsense(['export', '--format', 'xml'], env)).stderr).toMatch(/The option --format must be one of: csv, json, txt; got "xml"\./);
   }, 60_000);
 
   it('creates a token shown once on the last line, and revokes it', async () => {
@@ -102,32 +109,121 @@ describe('nonsense command line', () => {
   }, 60_000);
 
   it('serves a new database with demo data and stops cleanly on SIGTERM', async () => {
-    const port = await freePort();
-    const child = spawn(process.execPath, [BIN, 'serve'], {
-      env: { ...parentEnv, DATABASE_URL: path.join(dir, 'serve', 'fresh.db'), PORT: String(port), LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    fs.mkdirSync(path.join(dir, 'serve'));
+    const service = await startService({ DATABASE_URL: path.join(dir, 'serve', 'fresh.db'), LOG_LEVEL: 'info', DEMO_DATA: 'auto', GALAXY: 'off' });
     try {
-      let status: { count: number } | null = null;
-      for (let i = 0; i < 100 && status === null; i++) {
-        try {
-          status = (await (await fetch(`http://127.0.0.1:${port}/api/v1/nonsense/status`)).json()) as { count: number };
-        } catch {
-          await new Promise((resolve) => setTimeout(resolve, 100));
-        }
-      }
-      expect(status?.count).toBeGreaterThanOrEqual(300);
-      const random = (await (await fetch(`http://127.0.0.1:${port}/api/v1/nonsense/random`)).json()) as { nonsense: unknown };
+      const status = (await (await fetch(`${service.base}/api/v1/nonsense/status`)).json()) as { count: number };
+      expect(status.count).toBeGreaterThanOrEqual(300);
+      const random = (await (await fetch(`${service.base}/api/v1/nonsense/random`)).json()) as { nonsense: unknown };
       expect(typeof random.nonsense).toBe('string');
     } finally {
-      child.kill('SIGTERM');
+      expect((await service.stop()).code).toBe(0);
     }
-    expect(await exited).toBe(0);
-    expect(output).toContain('demo data loaded');
-    expect(output).toContain('shutting down');
+    expect(service.output()).toContain('demo data loaded');
+    expect(service.output()).toContain('shutting down');
+  });
+});
+
+describe('messages people can act on', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = tempDir();
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('stops on an explicit SQLite path in a missing folder, naming it, and creates nothing', async () => {
+    const file = path.join(dir, 'no', 'such', 'folder', 'x.db');
+    for (const command of [['serve'], ['migrate'], ['token', 'list']]) {
+      const result = await nonsense(command, { DATABASE_URL: file, PORT: String(await freePort()) });
+      expect(result.code, command.join(' ')).toBe(1);
+      expect(result.stderr).toContain(`DATABASE_URL names the SQLite database ${file}, but its folder ${path.dirname(file)} does not exist`);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    }
+    expect(fs.existsSync(path.join(dir, 'no'))).toBe(false);
+  });
+
+  it('creates the default ./data folder by itself', async () => {
+    const cwd = path.join(dir, 'default');
+    fs.mkdirSync(cwd);
+    const { DATABASE_URL: _inherited, ...withoutUrl } = parentEnv;
+    const result = await runWithout(['migrate'], withoutUrl, cwd);
+    expect(result.stdout).toMatch(/Applied 5 migration/);
+    expect(fs.existsSync(path.join(cwd, 'data', 'nonsense.db'))).toBe(true);
+  });
+
+  it('says what is wrong with a file that is not a database', async () => {
+    const file = path.join(dir, 'notes.db');
+    fs.writeFileSync(file, 'These are my notes, not a database. '.repeat(200));
+    const result = await nonsense(['migrate'], { DATABASE_URL: file });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`DATABASE_URL names the SQLite database ${file}, which cannot be opened: the file is not a SQLite database`);
+  });
+
+  it('names DATABASE_URL, the host and port and the cause when PostgreSQL cannot be reached, never the password', async () => {
+    const unknown = await nonsense(['migrate'], { DATABASE_URL: 'postgres://svc:s3cret-pw@nohost.invalid:5544/nonsense' });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('Cannot connect to the PostgreSQL database of DATABASE_URL (nohost.invalid:5544, database "nonsense")');
+    expect(unknown.stderr).toMatch(/the host name "nohost.invalid" is not known\. Check the host in DATABASE_URL\. Cause: getaddrinfo (ENOTFOUND|EAI_AGAIN) nohost.invalid/);
+
+    const port = await freePort();
+    const refused = await nonsense(['serve'], { DATABASE_URL: `postgres://svc:s3cret-pw@127.0.0.1:${port}/nonsense`, PORT: String(await freePort()) });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`(127.0.0.1:${port}, database "nonsense"): nothing accepts connections at 127.0.0.1:${port}. Is PostgreSQL running there, on this port?`);
+    expect(refused.stderr).toContain(`Cause: connect ECONNREFUSED 127.0.0.1:${port}`);
+    for (const result of [unknown, refused]) {
+      expect(result.stderr).not.toContain('s3cret-pw');
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('says when the PostgreSQL database does not exist', async () => {
+    const server = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+    const client = new pg.Client({ connectionString: server, connectionTimeoutMillis: 2000 });
+    const up = await client.connect().then(
+      () => true,
+      () => false,
+    );
+    await client.end().catch(() => {});
+    if (skipWithout(`PostgreSQL at ${server}`, up, 'set TEST_POSTGRES_URL or start PostgreSQL')) return;
+    const url = new URL(server);
+    url.pathname = '/nonsense_no_such_database';
+    const result = await nonsense(['migrate'], { DATABASE_URL: url.href });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('the database "nonsense_no_such_database" does not exist. Create it (createdb nonsense_no_such_database), then run `nonsense migrate`.');
+  });
+
+  it('token list says when there are none', async () => {
+    const result = await nonsense(['token', 'list'], { DATABASE_URL: path.join(dir, 'tokens.db') });
+    expect(result.code).toBe(0);
+    expect(result.stdout.trim()).toBe('No active tokens. Create one with `nonsense token create <label>`.');
+  });
+
+  it('a missing, unreadable or folder import file gets one clear line', async () => {
+    const env = { DATABASE_URL: path.join(dir, 'import.db') };
+    const missing = path.join(dir, 'missing.csv');
+    const result = await nonsense(['import', missing], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`nonsense: ${missing}: there is no such file. Nothing was imported.\n`);
+    const folder = await nonsense(['import', dir], env);
+    expect(folder.stderr).toBe(`nonsense: ${dir}: it is a folder, not a file. Nothing was imported.\n`);
+    if (process.getuid?.() !== 0) {
+      const locked = path.join(dir, 'locked.csv');
+      fs.writeFileSync(locked, 'nonsense\nhello\n', { mode: 0o000 });
+      expect((await nonsense(['import', locked], env)).stderr).toBe(`nonsense: ${locked}: this user may not read it (permission denied). Nothing was imported.\n`);
+    }
+  });
+
+  it('lists the variables that imported texts use but the database does not define', async () => {
+    const file = path.join(dir, 'variables.csv');
+    fs.writeFileSync(file, 'nonsense\nA $ANIMAL$ ate ${snack}\nTwo $ANIMAL$s\nHello $AUTHOR$\nThree $ANIMAL$s and a $COLOUR$ one\n');
+    const result = await nonsense(['import', file], { DATABASE_URL: path.join(dir, 'variables.db') });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/4 added, 0 skipped/);
+    expect(result.stderr.split('\n').slice(0, 3)).toEqual([
+      '3 entries use $ANIMAL$, which is not defined; they will be delivered literally.',
+      '1 entry uses $COLOUR$, which is not defined; it will be delivered literally.',
+      '1 entry uses ${snack}, which is not defined; it will be delivered literally.',
+    ]);
+    expect(result.stderr).not.toContain('$AUTHOR$');
   });
 });

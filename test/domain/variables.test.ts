@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isVariableName, seededPick, substitute } from '../../src/domain/variables.ts';
+import { isVariableName, seededPick, substitute, tokensOf } from '../../src/domain/variables.ts';
 
 const vars = new Map<string, string[]>([
   ['$ANIMAL$', ['cat', 'goose']],
@@ -74,5 +74,14 @@ describe('isVariableName', () => {
   it('follows the grammar', () => {
     for (const ok of ['$A$', '$ANIMAL_2$', '${a}', '${app_name}']) expect(isVariableName(ok)).toBe(true);
     for (const bad of ['$a$', '$2A$', '${A}', '${_a}', 'ANIMAL', '$ANIMAL', '$AN IMAL$', '$$']) expect(isVariableName(bad)).toBe(false);
+  });
+});
+
+describe('tokensOf', () => {
+  it('lists each token of the grammar once, in order, known or not, as substitute scans them', () => {
+    expect(tokensOf('no tokens, $5 and $lower$')).toEqual([]);
+    expect(tokensOf('$B$ and ${a} and $B$ then $AUTHOR$')).toEqual(['$B$', '${a}', '$AUTHOR$']);
+    // Scanned at every `$`, like substitute: an unknown token does not hide one that starts at its end.
+    expect(tokensOf('$FOO$BAR$')).toEqual(['$FOO$', '$BAR$']);
   });
 });

@@ -1,6 +1,8 @@
 import { parse } from 'csv-parse/sync';
+import { stringify } from 'csv-stringify/sync';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { csvRecords, neutraliseFormula, restoreFormula } from '../../src/formats/csv.ts';
+import { CSV_COLUMNS, csvRecords, neutraliseFormula, restoreFormula } from '../../src/formats/csv.ts';
 
 describe('CSV formula neutralisation', () => {
   const tricky = ['=1+1', '+49 123', '-1 point', '@everyone', "'quoted", "''twice", '=', 'plain', "it's", ''];
@@ -34,5 +36,21 @@ describe('csvRecords', () => {
   it('writes only the header for no entries', () => {
     expect(csvRecords([], true)).toBe('uuid,nonsense,original_nonsense,timestamp\r\n');
     expect(csvRecords([], false)).toBe('');
+  });
+
+  it('writes the bytes csv-stringify writes (RFC 4180, any line break quoted), for any text', () => {
+    const reference = (entries: { uuid: string; nonsense: string; original_nonsense?: string; timestamp: number }[]) =>
+      stringify(
+        [[...CSV_COLUMNS], ...entries.map((e) => [e.uuid, neutraliseFormula(e.nonsense), e.original_nonsense === undefined ? '' : neutraliseFormula(e.original_nonsense), String(e.timestamp)])],
+        { record_delimiter: 'windows', quoted_match: /[\r\n]/ },
+      );
+    const text = fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('', ' ', '"', '""', ',', '\r', '\n', '\r\n', '=1', "'", ' lead', 'trail ', 'é漢🦆', '\t'));
+    const entry = fc.record({ uuid: fc.uuid(), nonsense: text, original_nonsense: fc.option(text, { nil: undefined }), timestamp: fc.integer({ min: 0, max: 4_000_000_000 }) });
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 8 }), (entries) => {
+        expect(csvRecords(entries, true)).toBe(reference(entries));
+      }),
+      { numRuns: 500, seed: 4180 },
+    );
   });
 });

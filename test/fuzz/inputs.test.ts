@@ -14,13 +14,15 @@ import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 const SEED = 20_240_610;
 const RUNS = 120;
-/** An answer that takes longer than this counts as a hang. */
-const BOUND_MS = 2000;
+/**
+ * Each answer's time budget: the test database is small, so anything slower is work that grows with
+ * the input (a compiled expression that doubles, a scan that repeats), not the database.
+ */
+const BOUND_MS = 1000;
 const UUID = '6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11';
 
 let t: TestContext;
 let token: string;
-let odata = false;
 
 beforeAll(async () => {
   t = await createTestApp({
@@ -28,8 +30,10 @@ beforeAll(async () => {
     entries: [entry('Fuzzing target with $ANIMAL$ and :blobcat:', 1_700_000_000, UUID)],
   });
   token = (await t.storage.tokens.create('fuzzer'))!;
-  odata = (await t.app.inject('/odata/v2/nonsense_list?$top=1')).statusCode === 200;
-  if (!odata) console.warn('*** /odata/v2/nonsense_list does not answer in this build: the OData $filter fuzzing is skipped. ***');
+  // The first card pays for loading fonts once; that is start-up, not a request's own work.
+  expect((await t.app.inject(`/api/v1/nonsense/${UUID}.png`)).statusCode).toBe(200);
+  // A feed that does not answer is a failure here, never a reason to skip the OData fuzzing.
+  expect((await t.app.inject('/odata/v2/nonsense_list?$top=1')).statusCode).toBe(200);
 });
 afterAll(() => t.close());
 
@@ -193,8 +197,7 @@ describe('fuzzing OData $filter', () => {
   );
   const filter = fc.oneof(fc.array(token, { maxLength: 12 }).map((parts) => parts.join(' ')), fc.array(token, { maxLength: 12 }).map((parts) => parts.join('')), hostile);
 
-  it('answers any $filter (and other options) with a feed or an OData error, never a 5xx', async (context) => {
-    if (!odata) context.skip();
+  it('answers any $filter (and other options) with a feed or an OData error, never a 5xx', async () => {
     await assertProperty(
       fc.asyncProperty(filter, fc.constantFrom('', '&$format=json', '&$top=3', '&$orderby=timestamp desc', '&$skip=x', '&$select=nonsense'), async (value, extra) => {
         await send({ url: `/odata/v2/nonsense_list?$filter=${encodeURIComponent(value)}${extra}` });

@@ -11,6 +11,8 @@ import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import type { FastifyInstance } from 'fastify';
+import { skipWithout } from '../requirements.ts';
+import { checkAnswersAgainstDocument } from '../helper.ts';
 
 const SERVER = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -26,8 +28,7 @@ async function postgresAnswers(): Promise<boolean> {
   }
 }
 
-const available = await postgresAnswers();
-if (!available) console.warn(`*** PostgreSQL does not answer at ${SERVER.replace(/:[^:@/]*@/, ':***@')}: the database outage test is skipped. ***`);
+const skip = skipWithout(`PostgreSQL at ${SERVER.replace(/:[^:@/]*@/, ':***@')}`, await postgresAnswers(), 'set TEST_POSTGRES_URL or start PostgreSQL');
 
 /** A TCP proxy that can be cut (open connections dropped, new ones refused) and restored on the same port. */
 class CuttableProxy {
@@ -58,7 +59,7 @@ class CuttableProxy {
   }
 }
 
-describe.skipIf(!available)('database outage (PostgreSQL through a proxy)', () => {
+describe.skipIf(skip)('database outage (PostgreSQL through a proxy)', () => {
   const name = `nonsense_outage_${process.pid}_${Date.now()}`;
   let proxy: CuttableProxy;
   let database: Database;
@@ -82,6 +83,7 @@ describe.skipIf(!available)('database outage (PostgreSQL through a proxy)', () =
     await storage.entries.insertEntries([{ uuid: '6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11', text: 'Still here after the outage', timestamp: 1_700_000_000 }]);
     app = await buildApp({ config, storage, logger: false });
     await app.ready();
+    await checkAnswersAgainstDocument(app);
   });
 
   afterAll(async () => {

@@ -3,7 +3,7 @@
  * an in-flight export finish and closes the database cleanly, and SIGKILL in the middle of an import
  * or of a burst of admin writes leaves an intact database that holds every acknowledged write.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -13,41 +13,13 @@ import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase } from '../../src/db/database.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
 import { freePort, tempDir } from '../helper.ts';
+import { BIN, parentEnv, startService, type RunningService } from '../process-helper.ts';
 
-const BIN = path.resolve('bin/nonsense.js');
-// Vite sets BASE_URL for its own use; the service must not inherit it.
-const { BASE_URL: _viteBase, ...parentEnv } = process.env;
 
-interface Running {
-  child: ChildProcess;
-  base: string;
-  output: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-/** serve starts `nonsense serve` and resolves once it answers /healthz. */
-async function serve(env: Record<string, string>): Promise<Running> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...parentEnv, LOG_LEVEL: 'info', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', PORT: String(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`serve exited early:\n${output}`);
-    try {
-      if ((await fetch(`${base}/healthz`)).ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (i > 300) throw new Error(`serve did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return { child, base, output: () => output, exited };
+/** serve starts `nonsense serve` with info logs (some tests read them) and resolves once it answers /healthz. */
+function serve(env: Record<string, string>): Promise<RunningService> {
+  // The galaxy's layout thread is left out: these tests are about requests, shutdown and crashes.
+  return startService({ LOG_LEVEL: 'info', GALAXY: 'off', ...env }, { readyPath: '/healthz' });
 }
 
 /** openStorage opens (and migrates) a database file in this process. */
@@ -81,12 +53,28 @@ function integrity(file: string): { check: string; texts: Set<string>; count: nu
   }
 }
 
-describe('a real server process', () => {
+// Each test starts real processes; on a loaded machine that takes far longer than an injected request.
+describe('a real server process', { timeout: 60_000 }, () => {
   let dir: string;
   beforeAll(() => {
     dir = tempDir();
   });
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('warns at start when it listens beyond loopback without BASE_URL, and only then', async () => {
+    const file = path.join(dir, 'base-url.db');
+    await seed(file, 1);
+    for (const [env, warned] of [
+      [{ HOST: '0.0.0.0' }, true],
+      [{ HOST: '0.0.0.0', BASE_URL: 'https://nonsense.example.org' }, false],
+      [{}, false],
+    ] as const) {
+      const server = await serve({ DATABASE_URL: file, ...env });
+      server.child.kill('SIGTERM');
+      await server.exited;
+      expect(server.output().includes('without BASE_URL'), JSON.stringify(env)).toBe(warned);
+    }
+  });
 
   it('never logs tokens, the Authorization header or passwords in URLs', async () => {
     const file = path.join(dir, 'secrets.db');
@@ -113,8 +101,8 @@ describe('a real server process', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let failed = '';
-    failing.stdout!.on('data', (chunk) => (failed += chunk));
-    failing.stderr!.on('data', (chunk) => (failed += chunk));
+    failing.stdout.on('data', (chunk) => (failed += chunk));
+    failing.stderr.on('data', (chunk) => (failed += chunk));
     const code = await new Promise((resolve) => failing.once('exit', resolve));
 
     const logs = server.output();
@@ -135,6 +123,8 @@ describe('a real server process', () => {
     await seed(file, count);
     const server = await serve({ DATABASE_URL: file });
     // A slow client: it reads the first chunk, then stops reading while the server is told to stop.
+    let terminated!: () => void;
+    const signalled = new Promise<void>((resolve) => (terminated = resolve));
     const body = new Promise<string>((resolve, reject) => {
       http.get(`${server.base}/api/v1/nonsense?format=csv`, (res) => {
         let text = '';
@@ -143,6 +133,7 @@ describe('a real server process', () => {
           text += first;
           res.pause();
           server.child.kill('SIGTERM');
+          terminated();
           setTimeout(() => {
             res.on('data', (chunk: string) => (text += chunk));
             res.resume();
@@ -152,13 +143,15 @@ describe('a real server process', () => {
         res.on('error', reject);
       }).on('error', reject);
     });
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    // Shutting down: no new connections are accepted.
-    await expect(fetch(`${server.base}/healthz`)).rejects.toThrow();
+    // Shutting down: no new connections are accepted (on a loaded machine the signal takes a moment).
+    await signalled;
+    await expect
+      .poll(() => fetch(`${server.base}/healthz`).then(() => 'accepted', () => 'refused'), { timeout: 5000, interval: 100 })
+      .toBe('refused');
     const csv = await body;
     expect(csv.split('\r\n').filter(Boolean)).toHaveLength(count + 1);
     expect(csv.endsWith(`,${1_600_000_000 + count - 1}\r\n`)).toBe(true);
-    expect(await server.exited).toEqual({ code: 0, signal: null });
+    expect(await server.exited, server.output()).toEqual({ code: 0, signal: null });
     expect(server.output()).toMatch(/shutting down/);
     // A clean close checkpoints the write-ahead log into the database file and removes it.
     expect(fs.existsSync(`${file}-wal`)).toBe(false);

@@ -6,6 +6,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestContext } from '../helper.ts';
+import { NEWEST_FIRST } from '../../src/storage/entry-query.ts';
 
 describe('query plans of the streamed walks', () => {
   let t: TestContext;
@@ -30,9 +31,12 @@ describe('query plans of the streamed walks', () => {
 
   it('seeks the index to the cursor for the next page and the previous one', async () => {
     const cursor = { timestamp: 1_600_002_000, uuid: '00000000-0000-4000-8000-000000002000' };
-    const next = await plan(t.storage.entryQuery.select({}, cursor).limit(500));
+    const next = await plan(t.storage.entryQuery.select({ after: cursor, limit: 500 }));
     if (t.database.quirks.engine === 'sqlite') expect(next).toMatch(/entries_state_created \(state=\? AND created_at>/);
     else expect(next).toMatch(/(Index Cond|Recheck Cond): [^"]*created_at >= /);
+    const previous = await plan(t.storage.entryQuery.select({ order: NEWEST_FIRST, after: cursor, limit: 20 }));
+    if (t.database.quirks.engine === 'sqlite') expect(previous).toMatch(/entries_state_created \(state=\? AND created_at<\?\)/);
+    else expect(previous).toMatch(/(Index Cond|Recheck Cond): [^"]*created_at <= /);
     const pages: number[] = [];
     for await (const page of t.storage.entryQuery.pages({}, 500)) pages.push(page.length);
     expect(pages).toEqual([500, 500, 500, 500, 500, 500]);
@@ -40,7 +44,7 @@ describe('query plans of the streamed walks', () => {
 
   it('seeks the index for list pages resumed after a cursor (OData $skiptoken and all=true)', async () => {
     const cursor = { timestamp: 1_600_002_000, uuid: '00000000-0000-4000-8000-000000002000' };
-    const next = await plan(t.storage.entryQuery.selectList({ after: cursor, limit: 100 }));
+    const next = await plan(t.storage.entryQuery.select({ after: cursor, limit: 100 }));
     if (t.database.quirks.engine === 'sqlite') expect(next).toMatch(/entries_state_created \(state=\? AND created_at>/);
     else expect(next).toMatch(/(Index Cond|Recheck Cond): [^"]*created_at >= /);
     const seen: string[] = [];

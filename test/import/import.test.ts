@@ -15,7 +15,7 @@ describe('nonsense import', () => {
     for (const format of ['csv', 'json', 'txt']) {
       const body = (await source.app.inject(`/api/v1/nonsense?format=${format}`)).body;
       exports[format] = path.join(source.dir, `export.${format}`);
-      fs.writeFileSync(exports[format]!, body);
+      fs.writeFileSync(exports[format], body);
     }
   });
   afterAll(async () => {
@@ -35,9 +35,42 @@ describe('nonsense import', () => {
     expect(first.skipped).toBe(0);
     expect(await contents(target)).toEqual(await contents(source));
     const revision = (await target.app.inject('/api/v1/nonsense/status')).json().revision;
-    expect(await importFile(target.storage, exports.csv!)).toEqual({ added: 0, skipped: first.added });
+    expect(await importFile(target.storage, exports.csv!)).toMatchObject({ added: 0, skipped: first.added });
     target.storage.cache.invalidate();
     expect((await target.app.inject('/api/v1/nonsense/status')).json().revision).toBe(revision);
+  });
+
+  it('keeps the raw text of a CSV round trip, names the variables it lacks, and delivers them once defined', async () => {
+    const fresh = await createTestApp();
+    try {
+      const result = await importFile(fresh.storage, exports.csv!);
+      const serverVariables = await source.storage.variables.list();
+      const names = new Set(serverVariables.map((v) => v.name));
+      // Every entry that uses a server variable is counted under each variable it uses.
+      const sourceList = (await source.app.inject('/api/v1/nonsense?format=json')).json() as { uuid: string; original_nonsense?: string }[];
+      const expected = new Map<string, number>();
+      for (const e of sourceList) {
+        for (const name of names) if (e.original_nonsense?.includes(name)) expected.set(name, (expected.get(name) ?? 0) + 1);
+      }
+      expect(expected.size).toBe(names.size);
+      expect(new Map(result.undefinedVariables.map((v) => [v.name, v.entries]))).toEqual(expected);
+
+      // The raw text is stored as it was: the token stays in it, and the entry delivers it literally.
+      const withVariable = sourceList.find((e) => [...names].some((name) => e.original_nonsense?.includes(name)))!;
+      const stored = await fresh.storage.entries.findAny(withVariable.uuid);
+      expect(stored?.text).toBe(withVariable.original_nonsense);
+      const literal = (await fresh.app.inject(`/api/v1/nonsense/${withVariable.uuid}`)).json();
+      expect(literal.nonsense).toBe(withVariable.original_nonsense);
+
+      // Once the variables exist, the entry is delivered like in the source, with original_nonsense.
+      await fresh.storage.variables.insertMissing(serverVariables);
+      const delivered = (await fresh.app.inject(`/api/v1/nonsense/${withVariable.uuid}`)).json();
+      expect(delivered.original_nonsense).toBe(withVariable.original_nonsense);
+      expect(delivered.nonsense).not.toBe(withVariable.original_nonsense);
+      expect(await contents(fresh)).toEqual(await contents(source));
+    } finally {
+      await fresh.close();
+    }
   });
 
   it('reads the JSON export as the same entries', async () => {
@@ -59,7 +92,7 @@ describe('nonsense import', () => {
     try {
       const file = path.join(fresh.dir, 'lines.txt');
       fs.writeFileSync(file, 'First line\r\n\r\nsecond LINE\nFIRST LINE\n');
-      expect(await importFile(fresh.storage, file, { now: 1_750_000_000 })).toEqual({ added: 2, skipped: 1 });
+      expect(await importFile(fresh.storage, file, { now: 1_750_000_000 })).toEqual({ added: 2, skipped: 1, undefinedVariables: [] });
       const list = (await fresh.app.inject('/api/v1/nonsense?format=json')).json();
       expect(list.map((e: { nonsense: string }) => e.nonsense).sort()).toEqual(['First line', 'second LINE']);
       expect(list[0].timestamp).toBe(1_750_000_000);
@@ -91,6 +124,6 @@ describe('nonsense import', () => {
     const file = path.join(target.dir, 'entries.data');
     fs.writeFileSync(file, 'One more line from a data file\n');
     await expect(importFile(target.storage, file)).rejects.toThrow(/--format/);
-    expect(await importFile(target.storage, file, { format: 'txt' })).toEqual({ added: 1, skipped: 0 });
+    expect(await importFile(target.storage, file, { format: 'txt' })).toEqual({ added: 1, skipped: 0, undefinedVariables: [] });
   });
 });

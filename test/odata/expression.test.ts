@@ -115,6 +115,9 @@ describe('$filter parser: literals', () => {
 
   it('checks dates for real calendar days and times', () => {
     expect(parseDateTime('2024-02-29T00:00:00', false)).toBe(Date.UTC(2024, 1, 29));
+    // Years below 100 are those years, not 1900 and after.
+    expect(parseDateTime('0050-01-01T00:00:00', false)).toBe(-60589296000000);
+    expect(new Date(parseDateTime('0001-01-01T00:00:00', false)!).toISOString()).toBe('0001-01-01T00:00:00.000Z');
     expect(parseDateTime('2023-02-29T00:00:00', false)).toBeNull();
     expect(parseDateTime('2024-13-01T00:00:00', false)).toBeNull();
     expect(parseDateTime('2024-01-01T24:00:00', false)).toBeNull();
@@ -153,6 +156,13 @@ describe('$filter parser: errors name the place', () => {
     expect(error.status).toBe(400);
     expect(error.message).toMatch(message);
     expect(error.message).toContain(`$filter at character ${position}:`);
+  });
+
+  it('refuses string literals holding characters no entry can hold: NUL and unpaired surrogates', () => {
+    expect(errorOf(() => parseFilter("nonsense eq 'a\u0000'")).message).toMatch(/\$filter at character 13: a string literal contains the NUL character/);
+    expect(errorOf(() => parseFilter("nonsense eq 'a\uD800b'")).message).toMatch(/\$filter at character 13: .*unpaired surrogate/);
+    expect(errorOf(() => parseOrderBy("concat(nonsense, '\uDC00')")).message).toMatch(/\$orderby at character 18: .*unpaired surrogate/);
+    expect(show(parseFilter("nonsense eq '\u{1F600}'"))).toBe("(nonsense eq '\u{1F600}')");
   });
 
   it('refuses absurd nesting and length instead of overflowing the stack', () => {

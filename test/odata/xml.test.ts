@@ -68,7 +68,7 @@ describe('query options and negotiation', () => {
       $select: 'timestamp, uuid',
       $top: '5',
       $skip: '2',
-      $skiptoken: '1700000000_6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11',
+      $skiptoken: '1700000000.6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11',
       $inlinecount: 'allpages',
       $format: 'JSON',
       all: 'true',

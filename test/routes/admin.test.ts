@@ -60,6 +60,8 @@ describe('admin API', () => {
       expect((await t.app.inject(`/api/v1/nonsense/${created.uuid}`)).statusCode).toBe(200);
       const log = (await admin('GET', '/log')).json();
       expect(log[0]).toMatchObject({ actor: 'alice', action: 'entry.create', target: created.uuid });
+      // Unix seconds, like every time in the API.
+      expect(Math.abs(log[0].at - Date.now() / 1000)).toBeLessThan(60);
     });
 
     it('refuses the same text twice with 409 naming the existing uuid', async () => {
@@ -142,7 +144,7 @@ describe('admin API', () => {
       ['$AUTHOR$', { description: 'x', values: ['a'] }, /client-side variable/],
       ['$OK$', { description: 'x', values: [] }, /list of 1 to/],
       ['$OK$', { description: 'x', values: ['two\nlines'] }, /single line/],
-      ['$OK$', { description: 'x', values: ['a'.repeat(201)] }, /single line/],
+      ['$OK$', { description: 'x', values: ['a'.repeat(201)] }, /"values\[0\]" has 201 characters; at most 200/],
       ['$OK$', { values: ['a'] }, /"description" is required/],
     ])('answers 400 for %s %j', async (name, payload, detail) => {
       const res = await admin('PUT', `/variables/${encodeURIComponent(name)}`, payload);
@@ -191,6 +193,7 @@ describe('admin API', () => {
       expect(open.map((r: { id: string }) => r.id).sort()).toEqual([a, b, c].sort());
       const times = open.map((r: { createdAt: number }) => r.createdAt);
       expect(times).toEqual([...times].sort((x: number, y: number) => x - y));
+      for (const time of times) expect(Math.abs(time - Date.now() / 1000)).toBeLessThan(60);
       expect(open.find((r: { id: string }) => r.id === a)).toMatchObject({ entryUuid: first.uuid, reason: 'duplicate', status: 'open', entry: { uuid: first.uuid, text: first.text, state: 'visible' } });
 
       const accepted = await admin('POST', `/reports/${a}/accept`);
@@ -208,6 +211,48 @@ describe('admin API', () => {
       expect((await admin('GET', '/reports?status=nope')).statusCode).toBe(400);
       const log = (await admin('GET', '/log?limit=2')).json();
       expect(log.map((r: { action: string }) => r.action)).toEqual(['report.dismiss', 'report.accept']);
+    });
+
+    it('lists reports a page at a time, the next page in a Link header, oldest first', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const filed = await t.app.inject({ method: 'POST', url: '/api/v1/nonsense/report', headers: { 'content-type': 'application/json' }, payload: { entryUuid: second.uuid, reason: 'other', details: `Page ${i}` } });
+        ids.push(filed.json().id);
+      }
+      const seen: string[] = [];
+      const times: number[] = [];
+      let url: string | null = '/api/v1/admin/reports?limit=2';
+      let pages = 0;
+      while (url !== null) {
+        const res = await t.app.inject({ url, headers: auth });
+        expect(res.statusCode).toBe(200);
+        const page = res.json() as { id: string; createdAt: number }[];
+        expect(Array.isArray(page)).toBe(true);
+        expect(page.length).toBeLessThanOrEqual(2);
+        seen.push(...page.map((r) => r.id));
+        times.push(...page.map((r) => r.createdAt));
+        const link = res.headers.link as string | undefined;
+        url = link === undefined ? null : (() => {
+          const next = new URL(/^<(.+)>; rel="next"$/.exec(link)![1]!);
+          expect(next.searchParams.get('limit')).toBe('2');
+          return next.pathname + next.search;
+        })();
+        pages++;
+      }
+      expect(pages).toBe(3);
+      // Oldest first; reports of the same millisecond follow their ids, so only the times are compared.
+      expect(times).toEqual([...times].sort((a, b) => a - b));
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen.sort()).toEqual([...ids].sort());
+      // Without a limit: 100 a page, so all five at once, and no Link.
+      const all = await admin('GET', '/reports');
+      expect(all.json()).toHaveLength(5);
+      expect(all.headers.link).toBeUndefined();
+      for (const query of ['limit=0', 'limit=1001', 'cursor=nope', 'cursor=1.00000000-0000-4000-8000-00000000000g']) {
+        const res = await admin('GET', `/reports?${query}`);
+        expect(res.statusCode, query).toBe(400);
+        expect(res.json().parameter).toBe(query.split('=')[0]);
+      }
     });
   });
 });

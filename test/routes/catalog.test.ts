@@ -40,6 +40,9 @@ describe('emojis and variables (demo data)', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toBe('image/png');
     expect(res.rawPayload.subarray(1, 4).toString()).toBe('PNG');
+    // An image opened directly is a sandboxed document that can run and load nothing.
+    expect(res.headers['content-security-policy']).toBe("default-src 'none'; sandbox");
+    expect(res.headers['x-content-type-options']).toBe('nosniff');
     const again = await t.app.inject({ url: new URL(emoji.url).pathname, headers: { 'if-none-match': res.headers.etag as string } });
     expect(again.statusCode).toBe(304);
   });

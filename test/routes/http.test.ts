@@ -20,13 +20,26 @@ describe('HTTP behaviour shared by every endpoint', () => {
     }
   });
 
-  it('answers a wrong method with 405 and Allow', async () => {
+  it('answers a wrong method with 405 and Allow, whose methods the detail lists too', async () => {
     for (const method of ['POST', 'PUT', 'DELETE', 'PATCH'] as const) {
       const res = await t.app.inject({ method, url: `/api/v1/nonsense/${one.uuid}` });
       expect(res.statusCode).toBe(405);
-      expect(res.headers.allow).toBe('GET, HEAD, OPTIONS');
-      expect(res.json().status).toBe(405);
+      expect(res.headers.allow).toBe('GET, HEAD');
+      expect(res.json()).toMatchObject({ status: 405, detail: `${method} is not allowed on /api/v1/nonsense/${one.uuid}; allowed: GET, HEAD.` });
     }
+  });
+
+  it('answers GET on the report endpoint with 405 and Allow: POST (not "report is not a UUID")', async () => {
+    for (const method of ['GET', 'PUT', 'DELETE', 'PATCH'] as const) {
+      const res = await t.app.inject({ method, url: '/api/v1/nonsense/report' });
+      expect(res.statusCode, method).toBe(405);
+      expect(res.headers.allow).toBe('POST');
+      expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+      expect(res.json().detail).toBe(`${method} is not allowed on /api/v1/nonsense/report; allowed: POST.`);
+    }
+    const head = await t.app.inject({ method: 'HEAD', url: '/api/v1/nonsense/report' });
+    expect(head.statusCode).toBe(405);
+    expect(head.headers.allow).toBe('POST');
   });
 
   it('answers HEAD on every GET without a body', async () => {

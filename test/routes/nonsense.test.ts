@@ -73,7 +73,13 @@ describe('entry endpoints', () => {
         const res = await t.app.inject(`/api/v1/nonsense/${bad}`);
         expect(res.statusCode).toBe(400);
         expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
-        expect(res.json()).toMatchObject({ type: 'about:blank', title: 'Bad Request', status: 400, detail: expect.stringContaining('not a UUID') });
+        expect(res.json()).toMatchObject({
+          type: 'about:blank',
+          title: 'Bad Request',
+          status: 400,
+          parameter: 'id',
+          detail: expect.stringMatching(/^The path parameter "id" must be a UUID such as 6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11; got ".*"\.$/),
+        });
       },
     );
 
@@ -127,6 +133,62 @@ describe('entry endpoints', () => {
       await setState(t.storage, plain.uuid, 'visible');
       expect((await t.app.inject(`/api/v1/nonsense/${plain.uuid}`)).statusCode).toBe(200);
     });
+  });
+});
+
+describe('answers from the entry snapshot', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({
+      variables: [{ name: '$ANIMAL$', description: 'An animal.', values: ['cat', 'goose'] }],
+      entries: [plain, withServer, withClient, hidden],
+    });
+    await setState(t.storage, hidden.uuid, 'hidden');
+  });
+  afterAll(() => t.close());
+
+  it('built in the background once requests come, and reported in /metrics', async () => {
+    // Requests start the build; /metrics says when the snapshot holds the three visible entries.
+    await expect
+      .poll(async () => {
+        await t.app.inject('/api/v1/nonsense/random');
+        return /^nonsense_cache_items\{cache="entry_snapshot"\} 3$/m.test((await t.app.inject('/metrics')).body);
+      }, { timeout: 10_000, interval: 50 })
+      .toBe(true);
+    expect((await t.app.inject('/metrics')).body).toMatch(/^nonsense_cache_bytes\{cache="entry_snapshot"\} [1-9]\d*$/m);
+  });
+
+  it('with the same bodies, headers and ETags as the database path', async () => {
+    const res = await t.app.inject(`/api/v1/nonsense/${withClient.uuid}`);
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('no-cache');
+    expect(res.body).toBe(JSON.stringify({ uuid: withClient.uuid, nonsense: withClient.text, timestamp: withClient.timestamp, original_nonsense: withClient.text }));
+    const again = await t.app.inject({ url: `/api/v1/nonsense/${withClient.uuid}`, headers: { 'if-none-match': res.headers.etag as string } });
+    expect(again.statusCode).toBe(304);
+    const variable = (await t.app.inject(`/api/v1/nonsense/${withServer.uuid.toUpperCase()}`)).json();
+    expect(variable.nonsense).toMatch(/^The (cat|goose) ate the (cat|goose)\.$/);
+    expect((await t.app.inject(`/api/v1/nonsense/${hidden.uuid}`)).statusCode).toBe(404);
+    expect((await t.app.inject('/api/v1/nonsense/bbbbbbbb-0000-4000-8000-000000000001')).statusCode).toBe(404);
+    const random = await t.app.inject('/api/v1/nonsense/random');
+    expect(random.headers['cache-control']).toBe('no-store');
+    expect([plain.uuid, withServer.uuid, withClient.uuid]).toContain(random.json().uuid);
+  });
+
+  it('uniformly, and without an entry from the moment it is hidden', async () => {
+    const seen = new Map<string, number>();
+    for (let i = 0; i < 600; i++) {
+      const { uuid } = (await t.app.inject('/api/v1/nonsense/random')).json();
+      seen.set(uuid, (seen.get(uuid) ?? 0) + 1);
+    }
+    expect([...seen.keys()].sort()).toEqual([plain.uuid, withServer.uuid, withClient.uuid]);
+    for (const count of seen.values()) expect(count).toBeGreaterThan(120);
+
+    await setState(t.storage, plain.uuid, 'hidden');
+    expect((await t.app.inject(`/api/v1/nonsense/${plain.uuid}`)).statusCode).toBe(404);
+    for (let i = 0; i < 200; i++) expect((await t.app.inject('/api/v1/nonsense/random')).json().uuid).not.toBe(plain.uuid);
+    await setState(t.storage, plain.uuid, 'visible');
+    expect((await t.app.inject(`/api/v1/nonsense/${plain.uuid}`)).statusCode).toBe(200);
   });
 });
 

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
+import { skipWithout } from '../requirements.ts';
 
 const one = entry('Rate-limited entry.', 1_700_000_000, '12345678-0000-4000-8000-000000000001');
 
@@ -78,10 +79,9 @@ async function redisAnswers(): Promise<boolean> {
   });
 }
 
-const redisUp = await redisAnswers();
-if (!redisUp) console.warn('Redis is not answering on 127.0.0.1:6379: the shared rate-limit test is skipped.');
+const skipRedis = skipWithout('Redis at 127.0.0.1:6379', await redisAnswers(), 'start redis-server');
 
-describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
+describe.skipIf(skipRedis)('rate limits shared through Redis', () => {
   it('counts requests to two instances against one budget', async () => {
     const prefix = `${Date.now()}-${Math.random()}`;
     const env = { RATE_LIMIT_READ: '3/1m', REDIS_URL: 'redis://127.0.0.1:6379' };

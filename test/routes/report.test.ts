@@ -43,7 +43,9 @@ describe('POST /api/v1/nonsense/report', () => {
   });
 
   it('answers 400 for malformed JSON and for prototype pollution attempts', async () => {
-    expect((await report('{"entryUuid": ')).statusCode).toBe(400);
+    const broken = await report('{"entryUuid": ');
+    expect(broken.statusCode).toBe(400);
+    expect(broken.json().detail).toBe('The request body is not valid JSON; check its quotes, commas and brackets (the key "__proto__" is refused too).');
     expect((await report(`{"entryUuid":"${target.uuid}","reason":"other","__proto__":{"admin":true}}`)).statusCode).toBe(400);
   });
 
@@ -59,6 +61,7 @@ describe('POST /api/v1/nonsense/report', () => {
     const res = await report({ entryUuid: target.uuid, reason: 'other', details: 'x'.repeat(17 * 1024) });
     expect(res.statusCode).toBe(413);
     expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    expect(res.json().detail).toBe('The request body is too large: at most 16 KiB are accepted here.');
   });
 
   it('answers 404 for unknown and hidden entries', async () => {
@@ -86,7 +89,32 @@ describe('report rate limit', () => {
     expect(limited.headers['content-type']).toBe('application/problem+json; charset=utf-8');
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(500);
     expect(limited.headers['ratelimit-limit']).toBe('3');
-    expect(limited.json().detail).toMatch(/Too many requests/);
+    expect(limited.json().detail).toMatch(/^Too many requests from your address: at most 3 per 10 minutes; try again in \d+ s\.$/);
+    const left = Number(/try again in (\d+) s/.exec(limited.json().detail)![1]);
+    expect(left).toBe(Number(limited.headers['retry-after']));
+    expect(left).toBeGreaterThan(500);
     expect((await send('10.0.0.2')).statusCode).toBe(201);
+  });
+
+  it('does not charge refused reports (400, 413, 415) to the budget; accepted ones and unknown entries are charged', async () => {
+    const ip = '10.0.0.3';
+    const post = (payload: string, type = 'application/json') =>
+      t.app.inject({ method: 'POST', url: '/api/v1/nonsense/report', remoteAddress: ip, headers: { 'content-type': type }, payload });
+    const refused = [
+      await post('{"entryUuid": '),
+      await post(JSON.stringify({ entryUuid: target.uuid, reason: 'boring' })),
+      await post(JSON.stringify({ entryUuid: target.uuid, reason: 'other', details: 'bell\u0007' })),
+      await post(JSON.stringify({ entryUuid: target.uuid, reason: 'other', details: 'x'.repeat(17 * 1024) })),
+      await post(`entryUuid=${target.uuid}&reason=other`, 'text/plain'),
+    ];
+    expect(refused.map((res) => res.statusCode)).toEqual([400, 400, 400, 413, 415]);
+    for (const res of refused) expect(res.headers['ratelimit-remaining']).toBeUndefined();
+    const valid = JSON.stringify({ entryUuid: target.uuid, reason: 'other' });
+    expect((await post(valid)).statusCode).toBe(201);
+    expect((await post(JSON.stringify({ entryUuid: 'dddddddd-0000-4000-8000-00000000ffff', reason: 'other' }))).statusCode).toBe(404);
+    const third = await post(valid);
+    expect(third.statusCode).toBe(201);
+    expect(third.headers['ratelimit-remaining']).toBe('0');
+    expect((await post(valid)).statusCode).toBe(429);
   });
 });

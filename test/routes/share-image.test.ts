@@ -1,7 +1,12 @@
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CardCache } from '../../src/routes/api/share-image.ts';
+import { shareImageCache, shareImageCancelled } from '../../src/metrics/registry.ts';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+import { startService } from '../process-helper.ts';
 
 const plain = entry('A marrow of unusual size won the village fete again.', 1_700_000_100, 'bbbbbbbb-0000-4000-8000-000000000001');
 const withVariables = entry('$AUTHOR$ saw a $ANIMAL$ eat $FOOD$ :toast:', 1_700_000_200, 'bbbbbbbb-0000-4000-8000-000000000002');
@@ -85,9 +90,10 @@ describe('share images and share pages', () => {
       }
     });
 
-    it('is documented in the OpenAPI description of the by-UUID route', async () => {
+    it('is documented in the OpenAPI description as its own path', async () => {
       const doc = (await t.app.inject('/openapi.json')).json();
-      expect(Object.keys(doc.paths['/api/v1/nonsense/{id}'].get.responses['200'].content)).toEqual(['application/json', 'image/png']);
+      expect(Object.keys(doc.paths['/api/v1/nonsense/{id}.png'].get.responses['200'].content)).toEqual(['image/png']);
+      expect(Object.keys(doc.paths['/api/v1/nonsense/{id}'].get.responses['200'].content)).toEqual(['application/json']);
     });
 
     it('still answers the entry as JSON without an extension', async () => {
@@ -138,7 +144,7 @@ describe('share images and share pages', () => {
     it('shows the card text: seeded server values, neutral words, custom emojis as same-origin images', async () => {
       const html = (await t.app.inject(page(withVariables.uuid))).body;
       const description = metaContent(html, 'og:description')!;
-      expect(description).toMatch(/^someone saw a \w+ eat [\w ]+ :toast:$/);
+      expect(description).toMatch(/^Someone saw a \w+ eat [\w ]+ :toast:$/);
       expect(metaContent((await t.app.inject(page(withVariables.uuid))).body, 'og:description')).toBe(description);
       expect(html).toContain('<img class="emoji" src="/api/v1/emojis/toast.png" alt=":toast:"');
     });
@@ -182,55 +188,128 @@ describe('share images and share pages', () => {
   });
 });
 
-describe('CardCache', () => {
-  const bytes = (n: number) => Buffer.alloc(n, 1);
+async function counter(metric: typeof shareImageCache | typeof shareImageCancelled, label?: string): Promise<number> {
+  const { values } = await metric.get();
+  return values.filter((v) => label === undefined || v.labels.result === label).reduce((sum, v) => sum + v.value, 0);
+}
 
-  it('renders each key once, also when asked concurrently', async () => {
-    const cache = new CardCache();
-    let renders = 0;
-    const render = async () => {
-      renders++;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      return bytes(10);
-    };
-    const [a, b] = await Promise.all([cache.get('k', render), cache.get('k', render)]);
-    expect(a).toBe(b);
-    await cache.get('k', render);
-    expect(renders).toBe(1);
+describe('share images: rendering off the event loop', () => {
+  const fresh = (n: number, text = `Card number ${n} of the render tests.`) => entry(text, 1_700_001_000 + n, `dddddddd-0000-4000-8000-${String(n).padStart(12, '0')}`);
+  const cards = Array.from({ length: 6 }, (_, i) => fresh(i + 1));
+  const longest = fresh(50, 'The committee of geese met at dawn to discuss the pond, the weather, and the bread. '.repeat(24).slice(0, 2000).trim());
+  const arabic = fresh(51, 'اجتمعت لجنة الإوز عند الفجر.');
+  const webp = fresh(52, 'Breakfast: :wavy:');
+  const sameAsPng = fresh(53, 'Breakfast: :flat:');
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ entries: [...cards, longest, arabic, webp, sameAsPng] });
+    const toast = fs.readFileSync(path.join(import.meta.dirname, '../../demo/emojis/toast.png'));
+    // Stored as WebP, as older versions of the service kept uploads: converted when a card is drawn.
+    await t.storage.emojis.put('wavy', 'image/webp', await sharp(toast).webp({ lossless: true }).toBuffer(), 'test');
+    await t.storage.emojis.put('flat', 'image/png', toast, 'test');
+  });
+  afterAll(() => t.close());
+
+  it('answers HEAD of a card never drawn without drawing it, and with its length once it is cached', async () => {
+    const misses = await counter(shareImageCache, 'miss');
+    for (const card of cards.slice(0, 3)) {
+      const res = await t.app.inject({ method: 'HEAD', url: png(card.uuid) });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toBe('image/png');
+      expect(res.headers.etag).toMatch(/^"[0-9a-f]{32}"$/);
+      expect(res.headers['content-length']).toBeUndefined();
+      expect(res.rawPayload.length).toBe(0);
+    }
+    expect(await counter(shareImageCache, 'miss')).toBe(misses);
+    expect(t.cards.stats.cacheCards).toBe(0);
+    const got = await t.app.inject(png(cards[0]!.uuid));
+    const head = await t.app.inject({ method: 'HEAD', url: png(cards[0]!.uuid) });
+    expect(head.headers['content-length']).toBe(String(got.rawPayload.length));
+    expect(head.headers.etag).toBe(got.headers.etag);
   });
 
-  it('evicts the least recently used card by count and by bytes', async () => {
-    const cache = new CardCache(2, 100);
-    await cache.get('a', async () => bytes(10));
-    await cache.get('b', async () => bytes(10));
-    await cache.get('a', async () => bytes(10)); // a is now the most recent
-    await cache.get('c', async () => bytes(10));
-    let rendered = false;
-    await cache.get('a', async () => ((rendered = true), bytes(10)));
-    expect(rendered).toBe(false);
-    await cache.get('b', async () => ((rendered = true), bytes(10)));
-    expect(rendered).toBe(true);
-    await cache.get('big', async () => bytes(95));
-    expect(cache.size).toBe(1);
+  it('draws an Arabic card right to left and a WebP emoji like the same image as PNG', async () => {
+    const rtl = await t.app.inject(png(arabic.uuid));
+    expect(rtl.statusCode).toBe(200);
+    const [fromWebp, fromPng] = await Promise.all([webp, sameAsPng].map(async (e) => (await t.app.inject(png(e.uuid))).rawPayload));
+    const raw = async (image: Buffer) => (await sharp(image).raw().toBuffer()).toString('base64');
+    // Only the emoji differs between the two texts' inputs, and both images are the same pixels.
+    expect(await raw(fromWebp!)).toBe(await raw(fromPng!));
   });
 
-  it('forgets failures, so the next request tries again', async () => {
-    const cache = new CardCache();
-    await expect(cache.get('k', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-    expect((await cache.get('k', async () => bytes(3))).length).toBe(3);
+  it('reports the card cache in /metrics', async () => {
+    await t.app.inject(png(cards[1]!.uuid));
+    const metrics = (await t.app.inject('/metrics')).body;
+    const bytes = Number(/^nonsense_share_image_cache_bytes (\d+)$/m.exec(metrics)?.[1]);
+    expect(bytes).toBeGreaterThanOrEqual(t.cards.stats.cacheBytes);
+    expect(t.cards.stats.cacheBytes).toBeGreaterThan(10_000);
+    expect(metrics).toMatch(/^nonsense_share_image_cache_cards \d+$/m);
+    expect(metrics).toMatch(/^nonsense_share_image_renders_waiting \d+$/m);
   });
 
-  it('runs at most `concurrency` renders at once', async () => {
-    const cache = new CardCache(10, 1000, 2);
-    let running = 0;
-    let most = 0;
-    const render = async () => {
-      most = Math.max(most, ++running);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      running--;
-      return bytes(1);
-    };
-    await Promise.all(['a', 'b', 'c', 'd', 'e'].map((key) => cache.get(key, render)));
-    expect(most).toBe(2);
+  it('draws new cards off the event loop: it stays mostly idle while eight render', async () => {
+    const batch = Array.from({ length: 8 }, (_, i) => fresh(60 + i, `Event loop test card ${i}: the geese keep their own counsel.`));
+    await t.storage.entries.insertEntries(batch);
+    await t.app.inject(png(cards[5]!.uuid)); // the worker is up and warm
+    const before = performance.eventLoopUtilization();
+    const responses = await Promise.all(batch.map((e) => t.app.inject(png(e.uuid))));
+    const busy = performance.eventLoopUtilization(before);
+    expect(responses.every((r) => r.statusCode === 200)).toBe(true);
+    // Drawn on the event loop, eight cards keep it busy nearly all the time (utilisation near 1).
+    expect(busy.utilization).toBeLessThan(0.5);
   });
+
+  it('stops drawing a card whose client hung up', async () => {
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const { port } = t.app.server.address() as { port: number };
+    const cancelled = await counter(shareImageCancelled);
+    const request = http.get({ host: '127.0.0.1', port, path: png(longest.uuid) });
+    request.on('error', () => {});
+    await expect.poll(() => t.cards.stats.running, { interval: 2 }).toBe(1);
+    request.destroy();
+    await expect.poll(() => counter(shareImageCancelled)).toBe(cancelled + 1);
+    await expect.poll(() => t.cards.stats.running).toBe(0);
+    const card = await t.cards.describe(t.storage, (await t.storage.entries.findVisible(longest.uuid))!);
+    expect(t.cards.cached(card)).toBeUndefined();
+  });
+});
+
+describe('share images: a full render queue', () => {
+  let t: TestContext;
+  const many = Array.from({ length: 4 }, (_, i) => entry(`Queue test card ${i}.`, 1_700_002_000 + i, `eeeeeeee-0000-4000-8000-${String(i).padStart(12, '0')}`));
+  beforeAll(async () => {
+    t = await createTestApp({ entries: many, env: { CARD_RENDER_THREADS: '1', CARD_RENDER_QUEUE: '1' } });
+  });
+  afterAll(() => t.close());
+
+  it('answers 503 problem+json with Retry-After beyond the queue, and draws the rest', async () => {
+    const responses = await Promise.all(many.map((e) => t.app.inject(png(e.uuid))));
+    const statuses = responses.map((r) => r.statusCode).sort();
+    expect(statuses).toEqual([200, 200, 503, 503]);
+    for (const res of responses.filter((r) => r.statusCode === 503)) {
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers.etag).toBeUndefined();
+      expect(res.json().detail).toMatch(/try again/);
+    }
+  });
+});
+
+describe('share images from the compiled service', () => {
+  it('draws cards in dist/\'s render worker, and the process exits cleanly after its worker used sharp', async () => {
+    const t = await createTestApp({ entries: [entry('Drawn by the compiled worker. 鹅 and مرحبا too.', 1_700_003_000, 'ffffffff-0000-4000-8000-000000000001')] });
+    const service = await startService({ DATABASE_URL: t.config.database.engine === 'postgres' ? t.config.database.url : t.config.database.file });
+    try {
+      const res = await fetch(`${service.base}${png('ffffffff-0000-4000-8000-000000000001')}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('image/png');
+      expect((await sharp(Buffer.from(await res.arrayBuffer())).metadata()).width).toBe(1200);
+    } finally {
+      const { code, signal } = await service.stop('SIGTERM');
+      expect({ code, signal, output: service.output() }).toEqual({ code: 0, signal: null, output: '' });
+      await t.close();
+    }
+    // A process start, a worker start and the fonts: slow on a busy machine.
+  }, 60_000);
 });

@@ -1,33 +1,29 @@
 /**
  * The web site in a real browser: Debian's Chromium driven by playwright-core against the real
  * service (`nonsense serve` on a free port), clicking through every flow with and without JavaScript.
- * Skipped, with a warning, where /usr/bin/chromium is missing (CI installs it).
+ * Skipped, with a warning, where /usr/bin/chromium is missing; under CI that fails the run (CI installs it).
  *
  * Two servers: the main one has the demo data; a small one holds only a hostile entry, so that `/`
  * shows it for sure, and a report limit of 1 so that the dialog meets a 429.
  *
  * UPDATE_SCREENSHOTS=1 also writes docs/screenshots/*.png.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_DIR } from '../../src/demo/load-demo.ts';
-import { freePort, tempDir } from '../helper.ts';
+import { tempDir } from '../helper.ts';
+import { runCommand, startService } from '../process-helper.ts';
+import { skipWithout } from '../requirements.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) console.warn(`\n*** ${CHROMIUM} is missing: the browser tests of the web site are SKIPPED (apt-get install chromium). ***\n`);
+const SKIP = skipWithout(`Chromium at ${CHROMIUM}`, fs.existsSync(CHROMIUM), 'apt-get install chromium');
 
-const BIN = path.resolve('bin/nonsense.js');
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? path.resolve('docs/screenshots') : null;
 const HOSTILE = '<script>alert(1)</script> "quotes" & ampersands';
 const TOAST_ENTRY = '71f66936-415e-4a9a-9464-c6fbc6d354c0';
-// Vite sets BASE_URL for its own use; the service must not inherit it.
-const { BASE_URL: _viteBase, ...parentEnv } = process.env;
-const run = promisify(execFile);
 
 // The few browser globals the in-page callbacks use: the project's TypeScript has no DOM library, and
 // adding it would change the types of the whole (Node) code base.
@@ -45,35 +41,23 @@ interface Service {
   admin(method: string, path: string, body?: unknown): Promise<Response>;
 }
 
-/** startService runs `nonsense serve` on a new database and creates an admin token with the command line. */
-async function startService(dir: string, name: string, env: Record<string, string>): Promise<Service> {
-  const port = await freePort();
-  const serviceEnv = { ...parentEnv, DATABASE_URL: path.join(dir, `${name}.db`), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', ...env };
-  const child = spawn(process.execPath, [BIN, 'serve'], { env: serviceEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += chunk));
-  child.stderr!.on('data', (chunk) => (output += chunk));
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${url}/readyz`)).ok) break;
-    } catch {
-      if (i > 150) throw new Error(`The service did not start:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-  const created = await run(process.execPath, [BIN, 'token', 'create', 'admin'], { env: serviceEnv });
+/** startSite runs `nonsense serve` on a new database and creates an admin token with the command line. */
+async function startSite(dir: string, name: string, env: Record<string, string>): Promise<Service> {
+  const serviceEnv = { DATABASE_URL: path.join(dir, `${name}.db`), DEMO_DATA: 'auto', ...env };
+  const service = await startService(serviceEnv);
+  const created = await runCommand(['token', 'create', 'admin'], serviceEnv);
   const token = created.stdout.trim().split('\n').at(-1)!;
+  const url = service.base;
   const admin = (method: string, apiPath: string, body?: unknown) =>
     fetch(`${url}/api/v1/admin${apiPath}`, {
       method,
       headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  return { url, token, child, output: () => output, admin };
+  return { url, token, child: service.child, output: service.output, admin };
 }
 
-describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
+describe.skipIf(SKIP)('the web site in Chromium', () => {
   let dir: string;
   let main: Service;
   let small: Service;
@@ -83,13 +67,14 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
   const problems: string[] = [];
   const contexts: BrowserContext[] = [];
 
-  async function newPage(options: BrowserContextOptions = {}): Promise<Page> {
+  /** newPage opens a page in a new context; `expected` are the error statuses its requests may meet. */
+  async function newPage(options: BrowserContextOptions = {}, expected = '401|409|429'): Promise<Page> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, ...options });
     contexts.push(context);
     const page = await context.newPage();
     page.on('console', (message) => {
       if (message.type() !== 'error') return;
-      if (/Failed to load resource: the server responded with a status of (401|409|429)/.test(message.text())) return;
+      if (new RegExp(`Failed to load resource: the server responded with a status of (${expected})`).test(message.text())) return;
       problems.push(`${page.url()}: ${message.text()}`);
     });
     page.on('pageerror', (error) => problems.push(`${page.url()}: ${error.message}`));
@@ -113,8 +98,8 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
     dir = tempDir();
     const { chromium } = await import('playwright-core');
     [main, small, browser] = await Promise.all([
-      startService(dir, 'main', { RATE_LIMIT_REPORT: '10/10m' }),
-      startService(dir, 'small', { DEMO_DATA: 'off', RATE_LIMIT_REPORT: '1/10m' }),
+      startSite(dir, 'main', { RATE_LIMIT_REPORT: '10/10m' }),
+      startSite(dir, 'small', { DEMO_DATA: 'off', RATE_LIMIT_REPORT: '1/10m' }),
       chromium.launch({
         executablePath: CHROMIUM,
         headless: true,
@@ -394,6 +379,88 @@ describe.skipIf(!HAVE_CHROMIUM)('the web site in Chromium', () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     expect(await page.evaluate(() => sessionStorage.getItem('nonsense-admin-token'))).toBeNull();
     expect(await page.locator('#signin').isVisible()).toBe(true);
+  });
+
+  it('errors: a hidden entry\'s share link, an unknown page and a 429 show the site\'s page with their status; the API keeps problem+json', async () => {
+    const page = await newPage({}, '404|429');
+    // The socks entry was hidden by accepting its report (admin test): its share link is dead now.
+    const dead = await page.goto(`${main.url}/nonsense/8acee36d-429e-4d93-bea6-f7924f1e6ba5`);
+    expect(dead!.status()).toBe(404);
+    expect(dead!.headers()['content-type']).toBe('text/html; charset=utf-8');
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Nothing here');
+    expect(await page.locator('.error-detail').textContent()).toBe('No entry has the UUID 8acee36d-429e-4d93-bea6-f7924f1e6ba5.');
+    // Styled by the site: its stylesheet and font apply, and the header leads home.
+    await expect.poll(() => page.evaluate("getComputedStyle(document.body).fontFamily")).toMatch(/^"Noto Sans"/);
+    expect(await page.evaluate("getComputedStyle(document.querySelector('.error-page')).textAlign")).toBe('center');
+    await Promise.all([page.waitForNavigation(), page.getByRole('link', { name: 'Read a random entry' }).click()]);
+    await expect.poll(() => page.locator('article.entry').count()).toBe(1);
+
+    const unknown = await page.goto(`${main.url}/no/such/page`);
+    expect(unknown!.status()).toBe(404);
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Nothing here');
+
+    // The API answers the same browser in problem+json.
+    const api = await page.goto(`${main.url}/api/v1/nonsense/8acee36d-429e-4d93-bea6-f7924f1e6ba5`);
+    expect(api!.status()).toBe(404);
+    expect(api!.headers()['content-type']).toBe('application/problem+json; charset=utf-8');
+
+    // The plain report form on the small service, whose one report per 10 minutes is spent: a 429 page.
+    const plain = await newPage({ javaScriptEnabled: false }, '429');
+    await plain.goto(`${small.url}/nonsense/${hostileUuid}/report`);
+    await plain.getByLabel('Graphic violence').check();
+    const [limited] = await Promise.all([plain.waitForNavigation(), plain.getByRole('button', { name: 'Send report' }).click()]);
+    expect(limited!.status()).toBe(429);
+    expect(Number(limited!.headers()['retry-after'])).toBeGreaterThan(0);
+    await expect.poll(() => plain.getByRole('heading', { level: 1 }).textContent()).toBe('Too many requests');
+    expect(await plain.locator('.error-detail').textContent()).toMatch(/^Too many requests from your address: at most 1 per 10 minutes; try again in \d+ s\.$/);
+  });
+
+  it('favicon: the pages\' SVG icon and /favicon.ico both load', async () => {
+    const page = await newPage();
+    await page.goto(`${main.url}/search`);
+    const href = await page.locator('link[rel=icon]').getAttribute('href');
+    const svg = await page.request.get(`${main.url}${href}`);
+    expect(svg.status()).toBe(200);
+    expect(svg.headers()['content-type']).toBe('image/svg+xml');
+    const ico = await page.goto(`${main.url}/favicon.ico`);
+    expect(ico!.status()).toBe(200);
+    expect(ico!.headers()['content-type']).toBe('image/x-icon');
+  });
+
+  it('share page: uses the site\'s Noto Sans, loaded under its CSP', async () => {
+    const page = await newPage();
+    const fonts: string[] = [];
+    page.on('response', (response) => {
+      if (/\/static\/noto-sans-\d+\.ttf/.test(response.url())) fonts.push(`${new URL(response.url()).pathname} ${response.status()}`);
+    });
+    await page.goto(`${main.url}/nonsense/6cc93647-30cd-4d41-8e6f-fe77193fe4fa`);
+    await page.evaluate(() => document.fonts.ready);
+    await expect
+      .poll(() => page.evaluate("[...document.fonts].filter((f) => f.family.replaceAll('\"', '') === 'Noto Sans').map((f) => f.weight + ' ' + f.status).sort()"))
+      .toEqual(['400 loaded', '600 loaded']);
+    expect(await page.evaluate("getComputedStyle(document.querySelector('blockquote')).fontFamily")).toMatch(/^"Noto Sans"/);
+    expect(fonts.sort()).toEqual(['/static/noto-sans-400.ttf 200', '/static/noto-sans-600.ttf 200']);
+  });
+
+  it('admin: a report without details keeps its quote off the "Visible / Added" line', async () => {
+    const filed = await fetch(`${main.url}/api/v1/nonsense/report`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ entryUuid: TOAST_ENTRY, reason: 'duplicate' }),
+    });
+    expect(filed.status).toBe(201);
+    const page = await newPage();
+    await page.goto(`${main.url}/admin#reports`);
+    await page.evaluate((token) => sessionStorage.setItem('nonsense-admin-token', token), main.token);
+    await page.reload();
+    const card = page.locator('#report-list > li.card').filter({ has: page.locator(`code:text-is("${TOAST_ENTRY}")`) });
+    await expect.poll(() => card.count()).toBe(1);
+    expect(await card.locator('.card-details').count()).toBe(0);
+    const quote = (await card.locator('blockquote.entry-text').boundingBox())!;
+    const meta = (await card.locator('p.card-meta').last().boundingBox())!;
+    expect(await card.locator('p.card-meta').last().textContent()).toMatch(/^VisibleAdded /);
+    // 0.6rem between them, as between a quote and its details.
+    expect(meta.y - (quote.y + quote.height)).toBeGreaterThanOrEqual(8);
   });
 
   it('takes the screenshots of the docs when asked', async () => {

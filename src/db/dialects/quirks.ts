@@ -2,12 +2,20 @@
  * What differs between the engines, as one interface. Each engine implements it in its own file
  * (`sqlite.ts`, `postgres.ts`); nothing else in the code base branches on the engine.
  */
+/* eslint-disable @typescript-eslint/no-explicit-any -- schema-agnostic: migrations and prepared queries run on any Kysely<DB>, as Kysely's own migration docs type them */
 import type { ColumnDataType, ColumnDefinitionBuilder, Expression, Kysely, SqlBool } from 'kysely';
+import type { DB } from '../schema.ts';
 
 export type Engine = 'sqlite' | 'postgres';
 
 export interface EngineQuirks {
   readonly engine: Engine;
+  /**
+   * Whether the service itself manages this database: the embedded engine belongs to one service, so
+   * `serve` migrates it and loads the demo data into it when empty; a shared server is migrated
+   * explicitly (`nonsense migrate`), so that several instances never race to change its schema.
+   */
+  readonly embedded: boolean;
   /** Column type for binary data (emoji images). */
   readonly binaryType: ColumnDataType;
   /** Makes an integer column the auto-assigned primary key. */
@@ -32,4 +40,34 @@ export interface EngineQuirks {
    * neither understands the other's name.
    */
   stringPosition(haystack: Expression<string | null>, needle: Expression<string | null>): Expression<number | null>;
+  /**
+   * Runs `work` on one connection while holding the database-wide lock `key`, so that of several
+   * processes sharing the database one does it at a time; null, at once, when another holds the lock.
+   * PostgreSQL takes a session advisory lock (released with the connection, should the process die).
+   * SQLite has none: it is served by one process, and its writers queue anyway.
+   */
+  tryExclusive<T>(db: Kysely<DB>, key: number, work: (db: Kysely<DB>) => Promise<T>): Promise<T | null>;
+  /**
+   * Runs `read` on one consistent snapshot of the database, without blocking writers for its
+   * duration (the backup reads every table while the service goes on). `read` must only read.
+   */
+  readSnapshot<T>(db: Kysely<DB>, read: (snapshot: Kysely<DB>) => Promise<T>): Promise<T>;
+  /**
+   * After rows were inserted with explicit ids (a restore), makes the id generators of `tables`
+   * (integer key `id`) continue after the largest id, so that the next insert does not collide.
+   */
+  continueIdsAfterMax(db: Kysely<any>, tables: readonly string[]): Promise<void>;
+  /**
+   * After a bulk load (a restore), brings the query planner's statistics up to date, so that the
+   * first queries are planned for the data as it now is, not for the empty tables it was.
+   */
+  refreshStatistics(db: Kysely<any>): Promise<void>;
+  /**
+   * withTimeLimit runs `execute`, whose statements (over `entries`) must end within `limitMs` each, or
+   * fail with TimeLimitError. `execute` queries through the handle it is given and puts `check`, when
+   * given, first in the WHERE clause of each statement: SQLite cannot be interrupted from outside, so
+   * its statements look at the clock themselves (every 1,024th row, by rowid); PostgreSQL sets a
+   * statement timeout in a transaction instead.
+   */
+  withTimeLimit<T>(db: Kysely<DB>, limitMs: number, execute: (db: Kysely<DB>, check?: Expression<SqlBool>) => Promise<T>): Promise<T>;
 }

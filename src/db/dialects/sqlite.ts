@@ -5,7 +5,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { sql, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  CompiledQuery,
+  sql,
+  SqliteDialect,
+  SqliteDriver,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  type SqliteDatabase,
+  type SqliteDialectConfig,
+  type SqlBool,
+} from 'kysely';
+import { TimeLimitError } from '../time-limit.ts';
 import type { EngineQuirks } from './quirks.ts';
 
 export interface SqliteHandle {
@@ -13,19 +26,128 @@ export interface SqliteHandle {
   raw: SQLite.Database;
 }
 
-/** openSqlite opens (creating if needed) the database file and applies the connection settings. */
-export function openSqlite(file: string): SqliteHandle {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
-  const raw = new SQLite(file);
-  raw.pragma('journal_mode = WAL');
-  // NORMAL is durable against process crashes in WAL mode; only an OS crash may lose the last commits.
-  raw.pragma('synchronous = NORMAL');
-  raw.pragma('foreign_keys = ON');
-  // Another process (e.g. `nonsense import` beside a running server) may hold the write lock briefly.
-  raw.pragma('busy_timeout = 5000');
-  raw.pragma('mmap_size = 268435456');
-  return { dialect: new SqliteDialect({ database: withStatementCache(raw) }), raw };
+/** How long SQLite itself may wait for a lock, blocking the event loop; longer waits happen asynchronously. */
+const BLOCKING_BUSY_WAIT_MS = 5;
+
+/**
+ * openSqlite opens (creating if needed) the database file and applies the connection settings. A
+ * write that finds the file locked by another process (`nonsense import`, say) waits for it up to
+ * `busyTimeoutMs`, without holding the event loop or this process's readers, then fails with SQLITE_BUSY.
+ * The file's folder is created only when `createFolder` says so (the default `./data`): a mistyped path
+ * must not quietly become a new, empty database somewhere else. Failures throw an Error whose message
+ * names DATABASE_URL, the file and the reason.
+ */
+export function openSqlite(file: string, busyTimeoutMs = 5000, createFolder = false): SqliteHandle {
+  const where = `DATABASE_URL names the SQLite database ${file}`;
+  if (file !== ':memory:') {
+    const folder = path.dirname(file);
+    if (!fs.existsSync(folder)) {
+      if (!createFolder) {
+        throw new Error(`${where}, but its folder ${folder} does not exist. Create the folder, or correct DATABASE_URL (only the default folder ./data is created automatically).`);
+      }
+      fs.mkdirSync(folder, { recursive: true });
+    }
+  }
+  let raw: SQLite.Database | undefined;
+  try {
+    raw = new SQLite(file);
+    raw.pragma('journal_mode = WAL');
+    // NORMAL is durable against process crashes in WAL mode; only an OS crash may lose the last commits.
+    raw.pragma('synchronous = NORMAL');
+    raw.pragma('foreign_keys = ON');
+    // SQLite's own busy wait sleeps on the calling thread, which here is the event loop: keep it to a
+    // few milliseconds and wait longer in WaitingSqliteDriver, between turns of the loop.
+    raw.pragma(`busy_timeout = ${BLOCKING_BUSY_WAIT_MS}`);
+    // No memory-mapped I/O: a mapped file counts in the process's RSS page by page, so one walk of a
+    // large table (an OData all=true feed) grew it by up to the 256 MB mapped before; reads now go
+    // through the kernel's page cache, which caches the file as well without counting against the
+    // process (docs/performance.md has the figures).
+    raw.pragma('mmap_size = 0');
+    // The clock check of withTimeLimit: SQLite runs on this thread and cannot be interrupted, so a
+    // statement with a time limit calls this every 1,024th row and the exception ends it.
+    raw.function('within_time_limit', { deterministic: false, directOnly: true }, (deadline: unknown, limitMs: unknown) => {
+      if (Date.now() > Number(deadline)) throw new TimeLimitError(Number(limitMs));
+      return 1;
+    });
+  } catch (error) {
+    raw?.close();
+    throw new Error(`${where}, which cannot be opened: ${sqliteReason(error)}`, { cause: error });
+  }
+  return { dialect: new WaitingSqliteDialect({ database: withStatementCache(raw) }, raw, busyTimeoutMs), raw };
 }
+
+/** sqliteReason says in words why a file could not be opened as a database. */
+function sqliteReason(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === 'SQLITE_NOTADB') return 'the file is not a SQLite database (SQLITE_NOTADB).';
+  if (code === 'SQLITE_CANTOPEN') return `the file cannot be created or opened; check that the path is a file and that this user may write to its folder (${message}).`;
+  if (code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') return `this user may not write to it (${code}).`;
+  return `${message ?? String(error)}${code ? ` (${code})` : ''}.`;
+}
+
+const isBusy = (error: unknown) => typeof (error as { code?: unknown })?.code === 'string' && (error as { code: string }).code.startsWith('SQLITE_BUSY');
+
+class WaitingSqliteDialect extends SqliteDialect {
+  constructor(
+    private readonly settings: SqliteDialectConfig,
+    private readonly raw: SQLite.Database,
+    private readonly busyTimeoutMs: number,
+  ) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new WaitingSqliteDriver(this.settings, this.raw, this.busyTimeoutMs);
+  }
+}
+
+/**
+ * Kysely's SQLite driver with two changes. Transactions begin IMMEDIATE: they take the write lock at
+ * the start, so a lock held elsewhere is met (and waited for) there, never half-way through. And a
+ * statement outside a transaction that meets a lock, `begin immediate` included, is retried with
+ * growing pauses until the busy timeout; during a pause the connection is released, so this
+ * process's readers (WAL readers never need the lock) go on being served.
+ */
+class WaitingSqliteDriver extends SqliteDriver {
+  #connection: DatabaseConnection | undefined;
+
+  constructor(
+    config: SqliteDialectConfig,
+    private readonly raw: SQLite.Database,
+    private readonly busyTimeoutMs: number,
+  ) {
+    super(config);
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await super.acquireConnection();
+    this.#connection ??= {
+      executeQuery: <R>(query: CompiledQuery) => this.waitingForLocks(() => connection.executeQuery<R>(query)),
+      streamQuery: <R>(query: CompiledQuery, chunkSize?: number) => connection.streamQuery<R>(query, chunkSize),
+    };
+    return this.#connection;
+  }
+
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+
+  private async waitingForLocks<R>(run: () => Promise<QueryResult<R>>): Promise<QueryResult<R>> {
+    const deadline = Date.now() + this.busyTimeoutMs;
+    for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
+      try {
+        return await run();
+      } catch (error) {
+        // Inside a transaction a retry would repeat only part of it; it has the lock anyway.
+        if (!isBusy(error) || this.raw.inTransaction || Date.now() + pause > deadline) throw error;
+      }
+      await this.releaseConnection();
+      await sleep(pause);
+      await super.acquireConnection();
+    }
+  }
+}
+
 
 const STATEMENT_CACHE_SIZE = 200;
 
@@ -45,13 +167,14 @@ function withStatementCache(raw: SQLite.Database): SqliteDatabase {
         if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
         if (!cache.has(sql)) cache.set(sql, statement);
       }
-      return statement as unknown as SqliteStatement;
+      return statement;
     },
   };
 }
 
 export const sqliteQuirks: EngineQuirks = {
   engine: 'sqlite',
+  embedded: true,
   binaryType: 'blob',
   // INTEGER PRIMARY KEY is SQLite's rowid: assigned automatically, the fastest key there is.
   autoIncrementKey: (col) => col.primaryKey(),
@@ -86,5 +209,33 @@ export const sqliteQuirks: EngineQuirks = {
 
   stringPosition(haystack, needle) {
     return sql<number | null>`instr(${haystack}, ${needle})`;
+  },
+
+  tryExclusive: (db, _key, work) => work(db),
+
+  // A deferred transaction on the one connection: in WAL mode it reads the snapshot of its first read
+  // until it ends, and never takes the write lock (Kysely's transactions here begin IMMEDIATE).
+  async readSnapshot(db, read) {
+    return db.connection().execute(async (connection) => {
+      await sql`begin deferred`.execute(connection);
+      try {
+        return await read(connection);
+      } finally {
+        await sql`rollback`.execute(connection);
+      }
+    });
+  },
+
+  // INTEGER PRIMARY KEY takes the largest id + 1 by itself.
+  async continueIdsAfterMax() {},
+
+  // SQLite plans from the schema alone unless ANALYZE ever ran; this service never runs it (its
+  // plans are checked without statistics), so there is nothing to refresh.
+  async refreshStatistics() {},
+
+  withTimeLimit(db, limitMs, execute) {
+    // The rowid test is cheap and skips the call into JavaScript (a microsecond) on all but one row in 1,024.
+    const deadline = Date.now() + limitMs;
+    return execute(db, sql<SqlBool>`(entries.id % 1024 <> 0 or within_time_limit(${deadline}, ${limitMs}))`);
   },
 };

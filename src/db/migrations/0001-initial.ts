@@ -39,5 +39,5 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('key', 'varchar(64)', (col) => col.primaryKey())
     .addColumn('value', 'bigint', (col) => col.notNull())
     .execute();
-  await db.insertInto('meta' as never).values({ key: 'revision', value: 0 } as never).execute();
+  await db.insertInto('meta' as never).values({ key: 'revision', value: 0 }).execute();
 }

@@ -8,12 +8,14 @@ import * as m0001 from './0001-initial.ts';
 import * as m0002 from './0002-search-index.ts';
 import * as m0003 from './0003-moderation.ts';
 import * as m0004 from './0004-long-text-keys.ts';
+import * as m0005 from './0005-galaxy.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': m0001,
   '0002-search-index': m0002,
   '0003-moderation': m0003,
   '0004-long-text-keys': m0004,
+  '0005-galaxy': m0005,
 };
 
 export const migrationProvider: MigrationProvider = {

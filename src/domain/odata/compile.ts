@@ -16,12 +16,22 @@
  * - `multiline` → whether the raw text contains `\n` or `\r`.
  *
  * Comparisons follow OData's two-valued logic: a null `original_nonsense` is `eq null`, `ne 'x'`, and
- * never `gt` anything, so `not (…)` always means the complement.
+ * never `gt` anything, so `not (…)` always means the complement. Every compiled condition is therefore
+ * never SQL NULL, which lets two conditions be compared with a plain `=`.
+ *
+ * Size: no rewrite repeats a compiled subtree that may itself contain a rewrite, so the SQL and its
+ * parameters grow linearly with the expression (a test holds this on both engines). Null-aware
+ * comparisons use `is [not] distinct from` and `(…) is true` instead of spelling out the null cases, a
+ * boolean comparison compares the two conditions once each, and `and`/`or` chains are flattened. The
+ * one repetition left is `endswith`, whose two string arguments appear twice each; its result is a
+ * condition, which no string function takes, so the repetition never compounds. Bound parameters are
+ * counted against MAX_PARAMETERS as they are made.
  */
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { EngineQuirks } from '../../db/dialects/quirks.ts';
 import type { EntryOrderKey } from '../../storage/entry-query.ts';
 import { ODataRequestError } from './errors.ts';
+import { MAX_PARAMETERS } from './limits.ts';
 import type { ComparisonOperator, ExpressionNode, LiteralNode, OrderByItem } from './expression.ts';
 import { propertyNamed, PROPERTY_NAMES, type EdmType } from './model.ts';
 
@@ -43,7 +53,7 @@ interface Value {
   column?: 'created_at' | 'uuid';
 }
 
-/** A compiled Edm.Boolean: a SQL condition that is never null. */
+/** A compiled Edm.Boolean: a SQL condition that is never null (true or false, on both engines). */
 interface Predicate {
   kind: 'predicate';
   sql: Expression<SqlBool>;
@@ -76,9 +86,13 @@ function not(p: Predicate): Predicate {
   return { kind: 'predicate', sql: sql<SqlBool>`(not ${p.sql})` };
 }
 
-function and(parts: Expression<SqlBool>[]): Expression<SqlBool> {
-  return parts.length === 1 ? parts[0]! : sql<SqlBool>`(${sql.join(parts, sql` and `)})`;
+/** isTrue makes a condition that may be SQL NULL (an operand was null) false instead, without repeating it. */
+function isTrue(condition: Expression<SqlBool>): Predicate {
+  return { kind: 'predicate', sql: sql<SqlBool>`((${condition}) is true)` };
 }
+
+/** The longest text an entry can have; a substring start or length past it acts like it. */
+const TEXT_LIMIT = 2000;
 
 function isNumeric(type: string): boolean {
   return type === 'Edm.Int32' || type === 'Edm.Int64';
@@ -86,8 +100,28 @@ function isNumeric(type: string): boolean {
 
 class Compiler {
   private hasVariable: Expression<SqlBool> | undefined;
+  private parameters = 0;
 
-  constructor(private readonly context: CompileContext) {}
+  constructor(
+    private readonly context: CompileContext,
+    private readonly option: string,
+  ) {}
+
+  /** param binds a value as a parameter, counting it against MAX_PARAMETERS. */
+  private param(value: unknown, node?: ExpressionNode): RawBuilder<unknown> {
+    this.count(1, node);
+    return sql`${value}`;
+  }
+
+  private count(parameters: number, node?: ExpressionNode): void {
+    this.parameters += parameters;
+    if (this.parameters > MAX_PARAMETERS) {
+      throw new ODataRequestError(
+        `${this.option} needs more than ${MAX_PARAMETERS} bound parameters (the limit)${node ? at(node) : ''}; ` +
+          'each literal takes one, and each use of original_nonsense one per known variable. Simplify the expression.',
+      );
+    }
+  }
 
   private position(haystack: Expression<unknown>, needle: Expression<unknown>): Expression<number | null> {
     return this.context.quirks.stringPosition(haystack as Expression<string>, needle as Expression<string>);
@@ -95,6 +129,7 @@ class Compiler {
 
   /** The condition "the raw text contains a known variable": one position test per token. */
   private containsVariable(): Expression<SqlBool> {
+    // The expression is built once; each use repeats its parameters in the SQL, so each use counts.
     this.hasVariable ??=
       this.context.variableTokens.length === 0
         ? FALSE.sql
@@ -102,6 +137,7 @@ class Compiler {
             this.context.variableTokens.map((token) => sql`${this.position(TEXT, sql`${token}`)} > 0`),
             sql` or `,
           )})`;
+    this.count(this.context.variableTokens.length);
     return this.hasVariable;
   }
 
@@ -113,17 +149,29 @@ class Compiler {
         return this.property(node);
       case 'not':
         return not(this.predicate(node.operand, `not${at(node)}`));
-      case 'logical': {
-        const left = this.predicate(node.left, `${node.operator}${at(node)}`);
-        const right = this.predicate(node.right, `${node.operator}${at(node)}`);
-        const joiner = node.operator === 'and' ? sql` and ` : sql` or `;
-        return { kind: 'predicate', sql: sql<SqlBool>`(${left.sql}${joiner}${right.sql})` };
-      }
+      case 'logical':
+        return this.logical(node);
       case 'compare':
         return this.compare(node);
       case 'call':
         return this.call(node);
     }
+  }
+
+  /** orderKeys compiles one `$orderby` item into its keys (two for a nullable value: is-null, then the value). */
+  orderKeys(expression: ExpressionNode, direction: 'asc' | 'desc'): EntryOrderKey[] {
+    const before = this.parameters;
+    const compiled = this.compile(expression);
+    if (compiled.kind === 'predicate') return [{ expression: sql`(case when ${compiled.sql} then 1 else 0 end)`, direction }];
+    if (compiled.literal) throw new ODataRequestError(`$orderby needs a property or an expression of properties, not a literal${at(expression)}.`);
+    if (compiled.column) return [{ column: compiled.column, direction }];
+    if (!compiled.nullable) return [{ expression: compiled.sql, direction }];
+    // The value appears in both keys.
+    this.count(this.parameters - before, expression);
+    return [
+      { expression: sql`(case when ${compiled.sql} is null then 0 else 1 end)`, direction },
+      { expression: compiled.sql, direction },
+    ];
   }
 
   /** predicate compiles a node that must be Edm.Boolean. */
@@ -135,6 +183,32 @@ class Compiler {
     return compiled;
   }
 
+  /**
+   * logical compiles a chain of one operator (`a or b or c`, parsed as a left-leaning tree) into one
+   * flat SQL list, so that long chains do not nest parentheses as deep as they are long.
+   */
+  private logical(node: Extract<ExpressionNode, { kind: 'logical' }>): Predicate {
+    const operands: ExpressionNode[] = [];
+    const roles: string[] = [];
+    let current: ExpressionNode = node;
+    while (current.kind === 'logical' && current.operator === node.operator) {
+      operands.push(current.right);
+      roles.push(`${current.operator}${at(current)}`);
+      current = current.left;
+    }
+    operands.push(current);
+    roles.push(roles[roles.length - 1]!);
+    operands.reverse();
+    roles.reverse();
+    const parts = operands.map((operand, i) => this.predicate(operand, roles[i]!));
+    const absorbing = node.operator === 'and' ? FALSE : TRUE;
+    if (parts.includes(absorbing)) return absorbing;
+    const kept = parts.filter((p) => p !== (node.operator === 'and' ? TRUE : FALSE));
+    if (kept.length === 0) return node.operator === 'and' ? TRUE : FALSE;
+    if (kept.length === 1) return kept[0]!;
+    return { kind: 'predicate', sql: sql<SqlBool>`(${sql.join(kept.map((p) => p.sql), node.operator === 'and' ? sql` and ` : sql` or `)})` };
+  }
+
   private literal(node: LiteralNode): Compiled {
     switch (node.type) {
       case 'Edm.Boolean':
@@ -143,12 +217,16 @@ class Compiler {
         return { kind: 'value', sql: sql`null`, type: 'null', nullable: true, literal: node };
       case 'Edm.String':
         // The cast gives PostgreSQL a type for a parameter that is a function's argument.
-        return { kind: 'value', sql: sql`cast(${node.value} as text)`, type: node.type, nullable: false, literal: node };
+        return { kind: 'value', sql: sql`cast(${this.param(node.value, node)} as text)`, type: node.type, nullable: false, literal: node };
       case 'Edm.DateTime':
-        // Only comparisons use it; they convert to seconds there (see compare).
-        return { kind: 'value', sql: sql`${Math.floor(node.value / 1000)}`, type: node.type, nullable: false, literal: node };
+        // Only comparisons use it; they bind their own seconds (see compareValues).
+        return { kind: 'value', sql: sql`null`, type: node.type, nullable: false, literal: node };
+      case 'Edm.Int64':
+        // PostgreSQL would take an untyped parameter beside length(…) as a 32-bit integer and fail on
+        // a larger value; the cast keeps every safe integer exact on both engines.
+        return { kind: 'value', sql: sql`cast(${this.param(node.value, node)} as bigint)`, type: node.type, nullable: false, literal: node };
       default:
-        return { kind: 'value', sql: sql`${node.value}`, type: node.type, nullable: false, literal: node };
+        return { kind: 'value', sql: this.param(node.value, node), type: node.type, nullable: false, literal: node };
     }
   }
 
@@ -171,7 +249,7 @@ class Compiler {
       case 'multiline':
         return {
           kind: 'predicate',
-          sql: sql<SqlBool>`(${this.position(TEXT, sql`${'\n'}`)} > 0 or ${this.position(TEXT, sql`${'\r'}`)} > 0)`,
+          sql: sql<SqlBool>`(${this.position(TEXT, this.param('\n', node))} > 0 or ${this.position(TEXT, this.param('\r', node))} > 0)`,
         };
     }
   }
@@ -187,12 +265,13 @@ class Compiler {
         throw new ODataRequestError(`Cannot compare ${typeName(left)} with ${typeName(right)}${at(node)}.`);
       }
       if (!equality) throw new ODataRequestError(`Edm.Boolean values can only be compared with eq or ne${at(node)}.`);
-      const same: Predicate =
-        right === TRUE ? left : right === FALSE ? not(left) : left === TRUE ? right : left === FALSE ? not(right) : {
-          kind: 'predicate',
-          sql: sql<SqlBool>`((${left.sql} and ${right.sql}) or (not ${left.sql} and not ${right.sql}))`,
-        };
-      return operator === 'eq' ? same : not(same);
+      if (left === TRUE || left === FALSE || right === TRUE || right === FALSE) {
+        const [constant, other] = left === TRUE || left === FALSE ? [left, right] : [right, left];
+        const same = constant === TRUE ? other : not(other);
+        return operator === 'eq' ? same : not(same);
+      }
+      // Conditions are never null, so SQL equality of the two truth values is OData's; each side once.
+      return { kind: 'predicate', sql: sql<SqlBool>`((${left.sql}) ${sql.raw(operator === 'eq' ? '=' : '<>')} (${right.sql}))` };
     }
 
     if (left.type === 'null' || right.type === 'null') {
@@ -208,11 +287,11 @@ class Compiler {
 
     if (left.literal && right.literal) return compareLiterals(left.literal, operator, right.literal) ? TRUE : FALSE;
     // Literal on the right from here on.
-    if (left.literal) return this.compareValues(right, FLIPPED[operator], left);
-    return this.compareValues(left, operator, right);
+    if (left.literal) return this.compareValues(right, FLIPPED[operator], left, node);
+    return this.compareValues(left, operator, right, node);
   }
 
-  private compareValues(left: Value, operator: ComparisonOperator, right: Value): Predicate {
+  private compareValues(left: Value, operator: ComparisonOperator, right: Value, node: ExpressionNode): Predicate {
     let rightSql = right.sql;
     let op = operator;
     if (right.literal?.type === 'Edm.DateTime') {
@@ -220,28 +299,20 @@ class Compiler {
       // of them, which decides every comparison without a non-integer parameter.
       const seconds = right.literal.value / 1000;
       if (Number.isInteger(seconds)) {
-        rightSql = sql`${seconds}`;
+        rightSql = this.param(seconds, node);
       } else if (op === 'eq' || op === 'ne') {
         return op === 'eq' ? FALSE : TRUE;
       } else {
         const gt = op === 'gt' || op === 'ge';
-        rightSql = sql`${gt ? Math.floor(seconds) : Math.ceil(seconds)}`;
+        rightSql = this.param(gt ? Math.floor(seconds) : Math.ceil(seconds), node);
         op = gt ? 'gt' : 'lt';
       }
     }
-    const comparison = sql<SqlBool>`${left.sql} ${sql.raw(SQL_OPERATOR[op])} ${rightSql}`;
-    if (!left.nullable && !right.nullable) return { kind: 'predicate', sql: comparison };
-    const notNull = [left, right].filter((v) => v.nullable).map((v) => sql<SqlBool>`${v.sql} is not null`);
-    if (op === 'eq' || op === 'ne') {
-      // Two nulls are equal, a null and a value are not.
-      const bothNull = left.nullable && right.nullable ? sql<SqlBool>`(${left.sql} is null and ${right.sql} is null) or ` : sql``;
-      const equal: Predicate = {
-        kind: 'predicate',
-        sql: sql<SqlBool>`(${bothNull}${and([...notNull, sql<SqlBool>`${left.sql} = ${rightSql}`])})`,
-      };
-      return op === 'eq' ? equal : not(equal);
-    }
-    return { kind: 'predicate', sql: and([...notNull, comparison]) };
+    if (!left.nullable && !right.nullable) return { kind: 'predicate', sql: sql<SqlBool>`${left.sql} ${sql.raw(SQL_OPERATOR[op])} ${rightSql}` };
+    // Two nulls are equal, a null and a value are not; a null is in no order. Each side appears once.
+    if (op === 'eq') return { kind: 'predicate', sql: sql<SqlBool>`(${left.sql} is not distinct from ${rightSql})` };
+    if (op === 'ne') return { kind: 'predicate', sql: sql<SqlBool>`(${left.sql} is distinct from ${rightSql})` };
+    return isTrue(sql<SqlBool>`${left.sql} ${sql.raw(SQL_OPERATOR[op])} ${rightSql}`);
   }
 
   private value(node: ExpressionNode, fn: string, allowed: readonly EdmType[]): Value {
@@ -270,10 +341,19 @@ class Compiler {
     const string = (i: number) => this.value(node.args[i]!, node.name, ['Edm.String']);
     const integer = (i: number) => this.value(node.args[i]!, node.name, ['Edm.Int32', 'Edm.Int64']);
     const nullable = (...values: Value[]) => values.some((v) => v.nullable);
-    const guarded = (values: Value[], condition: Expression<SqlBool>): Predicate => ({
-      kind: 'predicate',
-      sql: and([...values.filter((v) => v.nullable).map((v) => sql<SqlBool>`${v.sql} is not null`), condition]),
-    });
+    // A function of a null is null, which a condition turns into false.
+    const guarded = (values: Value[], condition: Expression<SqlBool>): Predicate =>
+      values.some((v) => v.nullable) ? isTrue(condition) : { kind: 'predicate', sql: condition };
+    /** A literal integer argument, clamped to what can matter for a text of at most TEXT_LIMIT characters. */
+    const position = (i: number, what: string): Value => {
+      const value = integer(i);
+      if (!value.literal) return value;
+      const number = value.literal.value as number;
+      if (number < 0) throw new ODataRequestError(`The ${what} of substring must not be negative${at(node.args[i]!)}.`);
+      // An untyped parameter beside + 1 is a 32-bit integer on PostgreSQL; past the longest text every
+      // value acts the same, so the clamp keeps the answer and the parameter small.
+      return { ...value, sql: this.param(Math.min(number, TEXT_LIMIT + 1), node.args[i]), type: 'Edm.Int32' };
+    };
     const stringValue = (expression: RawBuilder<unknown>, ...from: Value[]): Value => ({
       kind: 'value', sql: expression, type: 'Edm.String', nullable: nullable(...from),
     });
@@ -288,15 +368,18 @@ class Compiler {
         return guarded([needle, haystack], sql<SqlBool>`${this.position(haystack.sql, needle.sql)} > 0`);
       }
       case 'startswith': {
+        // The first occurrence is at the start exactly when the text starts with it ('' is at 1).
         const [text, prefix] = [string(0), string(1)];
-        return guarded([text, prefix], sql<SqlBool>`substr(${text.sql}, 1, length(${prefix.sql})) = ${prefix.sql}`);
+        return guarded([text, prefix], sql<SqlBool>`${this.position(text.sql, prefix.sql)} = 1`);
       }
       case 'endswith': {
+        // The tail as long as the suffix; a text shorter than the suffix gives a shorter, unequal tail
+        // (substr from a start before the first character), and '' gives ''. Both arguments appear
+        // twice, the one repetition of the compiler (see the top of this file).
+        const before = this.parameters;
         const [text, suffix] = [string(0), string(1)];
-        return guarded(
-          [text, suffix],
-          sql<SqlBool>`(length(${text.sql}) >= length(${suffix.sql}) and substr(${text.sql}, length(${text.sql}) - length(${suffix.sql}) + 1) = ${suffix.sql})`,
-        );
+        this.count(this.parameters - before, node);
+        return guarded([text, suffix], sql<SqlBool>`substr(${text.sql}, length(${text.sql}) - length(${suffix.sql}) + 1) = ${suffix.sql}`);
       }
       case 'tolower': {
         const text = string(0);
@@ -325,15 +408,9 @@ class Compiler {
       }
       default: {
         const text = string(0);
-        const start = integer(1);
-        if (start.literal && (start.literal.value as number) < 0) {
-          throw new ODataRequestError(`The start of substring must not be negative${at(node.args[1]!)}.`);
-        }
+        const start = position(1, 'start');
         if (node.args.length === 2) return stringValue(sql`substr(${text.sql}, ${start.sql} + 1)`, text, start);
-        const length = integer(2);
-        if (length.literal && (length.literal.value as number) < 0) {
-          throw new ODataRequestError(`The length of substring must not be negative${at(node.args[2]!)}.`);
-        }
+        const length = position(2, 'length');
         return stringValue(sql`substr(${text.sql}, ${start.sql} + 1, ${length.sql})`, text, start, length);
       }
     }
@@ -361,7 +438,7 @@ function compareLiterals(left: LiteralNode, operator: ComparisonOperator, right:
 
 /** compileFilter turns a parsed `$filter` into a condition on `entries`. */
 export function compileFilter(node: ExpressionNode, context: CompileContext): Expression<SqlBool> {
-  return new Compiler(context).predicate(node, 'The $filter').sql;
+  return new Compiler(context, '$filter').predicate(node, 'The $filter').sql;
 }
 
 /**
@@ -370,21 +447,6 @@ export function compileFilter(node: ExpressionNode, context: CompileContext): Ex
  * condition sorts false before true.
  */
 export function compileOrderBy(items: readonly OrderByItem[], context: CompileContext): EntryOrderKey[] {
-  const compiler = new Compiler(context);
-  const keys: EntryOrderKey[] = [];
-  for (const { expression, direction } of items) {
-    const compiled = compiler.compile(expression);
-    if (compiled.kind === 'predicate') {
-      keys.push({ expression: sql`(case when ${compiled.sql} then 1 else 0 end)`, direction });
-      continue;
-    }
-    if (compiled.literal) throw new ODataRequestError(`$orderby needs a property or an expression of properties, not a literal${at(expression)}.`);
-    if (compiled.column) {
-      keys.push({ column: compiled.column, direction });
-      continue;
-    }
-    if (compiled.nullable) keys.push({ expression: sql`(case when ${compiled.sql} is null then 0 else 1 end)`, direction });
-    keys.push({ expression: compiled.sql, direction });
-  }
-  return keys;
+  const compiler = new Compiler(context, '$orderby');
+  return items.flatMap(({ expression, direction }) => compiler.orderKeys(expression, direction));
 }

@@ -8,7 +8,8 @@
  * calls, parentheses). Binary operators associate to the left. Operator and function names are
  * matched without regard to case; property names are case-sensitive.
  */
-import { syntaxError } from './errors.ts';
+import { ODataRequestError, syntaxError } from './errors.ts';
+import { MAX_NESTING, MAX_NODES, MAX_OPTION_LENGTH, MAX_ORDER_KEYS } from './limits.ts';
 
 export type ComparisonOperator = 'eq' | 'ne' | 'gt' | 'ge' | 'lt' | 'le';
 export type LogicalOperator = 'and' | 'or';
@@ -49,9 +50,6 @@ const ARITHMETIC: ReadonlySet<string> = new Set(['add', 'sub', 'mul', 'div', 'mo
 const TYPED_PREFIXES: ReadonlySet<string> = new Set(['guid', 'datetime', 'datetimeoffset', 'time', 'binary', 'x']);
 const KEYWORDS: ReadonlySet<string> = new Set([...COMPARISONS, ...ARITHMETIC, 'and', 'or', 'not', 'asc', 'desc']);
 
-const MAX_LENGTH = 2000;
-const MAX_DEPTH = 100;
-
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DATETIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,7}))?)?(Z|[+-]\d{2}:\d{2})?$/;
 
@@ -89,6 +87,7 @@ function tokenize(text: string, option: string): Token[] {
     }
     if (c === "'") {
       const [value, next] = readQuoted(text, i, option);
+      checkStorable(value, option, start);
       tokens.push({ type: 'string', value, position: start });
       i = next;
       continue;
@@ -119,6 +118,20 @@ function tokenize(text: string, option: string): Token[] {
   return tokens;
 }
 
+/**
+ * checkStorable refuses a string literal holding a character no entry can hold: NUL, which
+ * PostgreSQL cannot store in text at all, and unpaired surrogates, which have no UTF-8 form (both
+ * engines would silently compare a replacement character instead).
+ */
+function checkStorable(value: string, option: string, position: number): void {
+  if (value.includes('\u0000')) {
+    throw syntaxError(option, position, 'a string literal contains the NUL character (U+0000), which no entry can contain; remove it');
+  }
+  if (!value.isWellFormed()) {
+    throw syntaxError(option, position, 'a string literal contains an unpaired surrogate (not a Unicode character), which no entry can contain; remove it');
+  }
+}
+
 /** readQuoted reads a '…' literal starting at the quote; '' inside stands for one quote. */
 function readQuoted(text: string, quote: number, option: string): [string, number] {
   let value = '';
@@ -139,6 +152,7 @@ function readQuoted(text: string, quote: number, option: string): [string, numbe
 class Parser {
   private index = 0;
   private depth = 0;
+  private nodes = 0;
 
   constructor(
     private readonly tokens: Token[],
@@ -196,8 +210,19 @@ class Parser {
     return 'asc';
   }
 
+  /** node counts every node of the tree against MAX_NODES, so the compiled size is bounded too. */
+  private node<T extends ExpressionNode>(node: T): T {
+    if (++this.nodes > MAX_NODES) {
+      throw this.error(
+        { type: 'end', position: node.position },
+        `the expression has more than ${MAX_NODES} operators, functions, properties and literals (the limit); split the request or simplify it`,
+      );
+    }
+    return node;
+  }
+
   expression(): ExpressionNode {
-    if (++this.depth > MAX_DEPTH) throw this.error(this.peek(), `the expression is nested more than ${MAX_DEPTH} levels deep`);
+    if (++this.depth > MAX_NESTING) throw this.error(this.peek(), `the expression is nested more than ${MAX_NESTING} levels deep (the limit)`);
     const node = this.or();
     this.depth--;
     return node;
@@ -207,7 +232,7 @@ class Parser {
     let left = this.and();
     while (this.keyword('or')) {
       const position = this.next().position;
-      left = { kind: 'logical', operator: 'or', left, right: this.and(), position };
+      left = this.node({ kind: 'logical', operator: 'or', left, right: this.and(), position });
     }
     return left;
   }
@@ -216,7 +241,7 @@ class Parser {
     let left = this.equality();
     while (this.keyword('and')) {
       const position = this.next().position;
-      left = { kind: 'logical', operator: 'and', left, right: this.equality(), position };
+      left = this.node({ kind: 'logical', operator: 'and', left, right: this.equality(), position });
     }
     return left;
   }
@@ -226,7 +251,7 @@ class Parser {
     for (let token = this.peek(); token.type === 'identifier' && EQUALITY.has(token.text.toLowerCase()); token = this.peek()) {
       this.index++;
       const operator = token.text.toLowerCase() as ComparisonOperator;
-      left = { kind: 'compare', operator, left, right: this.relational(), position: token.position };
+      left = this.node({ kind: 'compare', operator, left, right: this.relational(), position: token.position });
     }
     return left;
   }
@@ -239,7 +264,7 @@ class Parser {
       if (word === 'isof' || word === 'cast') throw this.error(token, `"${word}" is not supported`);
       if (!COMPARISONS.has(word) || EQUALITY.has(word)) break;
       this.index++;
-      left = { kind: 'compare', operator: word as ComparisonOperator, left, right: this.unary(), position: token.position };
+      left = this.node({ kind: 'compare', operator: word as ComparisonOperator, left, right: this.unary(), position: token.position });
     }
     return left;
   }
@@ -247,10 +272,10 @@ class Parser {
   private unary(): ExpressionNode {
     if (this.keyword('not')) {
       const position = this.next().position;
-      if (++this.depth > MAX_DEPTH) throw this.error(this.peek(), `the expression is nested more than ${MAX_DEPTH} levels deep`);
+      if (++this.depth > MAX_NESTING) throw this.error(this.peek(), `the expression is nested more than ${MAX_NESTING} levels deep (the limit)`);
       const operand = this.unary();
       this.depth--;
-      return { kind: 'not', operand, position };
+      return this.node({ kind: 'not', operand, position });
     }
     return this.primary();
   }
@@ -265,13 +290,13 @@ class Parser {
         return inner;
       }
       case 'string':
-        return { kind: 'literal', type: 'Edm.String', value: token.value, position: token.position };
+        return this.node({ kind: 'literal', type: 'Edm.String', value: token.value, position: token.position });
       case 'number':
-        return this.number(token);
+        return this.node(this.number(token));
       case 'typed':
-        return this.typed(token);
+        return this.node(this.typed(token));
       case 'identifier':
-        return this.identifier(token);
+        return this.node(this.identifier(token));
       default:
         throw this.error(token, `expected a value, property or function, found ${describe(token)}`);
     }
@@ -340,8 +365,11 @@ export function parseDateTime(text: string, withOffset: boolean): number | null 
   if (!withOffset && zone !== undefined && zone !== 'Z') return null;
   const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [number, number, number, number, number, number];
   if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) return null;
-  const base = Date.UTC(year, month - 1, day, hour, minute, second);
-  const check = new Date(base);
+  // Not Date.UTC: it reads the years 0 to 99 as 1900 to 1999.
+  const check = new Date(0);
+  check.setUTCFullYear(year, month - 1, day);
+  check.setUTCHours(hour, minute, second, 0);
+  const base = check.getTime();
   if (check.getUTCDate() !== day || check.getUTCMonth() !== month - 1) return null;
   let ms = base + (fraction ? Number(`0.${fraction}`) * 1000 : 0);
   if (zone !== undefined && zone !== 'Z') {
@@ -362,7 +390,9 @@ function safeDecode(text: string): string {
 }
 
 function checkLength(text: string, option: string): void {
-  if (text.length > MAX_LENGTH) throw syntaxError(option, MAX_LENGTH, `the option is longer than ${MAX_LENGTH} characters`);
+  if (text.length > MAX_OPTION_LENGTH) {
+    throw syntaxError(option, MAX_OPTION_LENGTH, `the option is longer than ${MAX_OPTION_LENGTH} characters (the limit)`);
+  }
 }
 
 /** parseFilter parses a `$filter` value into its expression. */
@@ -382,6 +412,9 @@ export function parseOrderBy(text: string): OrderByItem[] {
   if (parser.atEnd()) throw syntaxError('$orderby', 0, 'the order is empty');
   const items: OrderByItem[] = [];
   do {
+    if (items.length === MAX_ORDER_KEYS) {
+      throw new ODataRequestError(`The option $orderby has more than ${MAX_ORDER_KEYS} keys (the limit); order by fewer.`);
+    }
     const expression = parser.expression();
     items.push({ expression, direction: parser.direction() });
   } while (parser.peekComma());

@@ -5,15 +5,11 @@
  * silently ignored `$search` would answer a different question); other custom options are ignored.
  */
 import { ODataRequestError } from './errors.ts';
+import { parseCursor, type EntryCursor } from '../entry-selection.ts';
 import { parseFilter, parseOrderBy, type ExpressionNode, type OrderByItem } from './expression.ts';
 import { PROPERTY_NAMES, propertyNamed, type PropertyName } from './model.ts';
 
 export type ODataFormat = 'atom' | 'json';
-
-export interface SkipToken {
-  timestamp: number;
-  uuid: string;
-}
 
 export interface ODataQuery {
   filter?: ExpressionNode;
@@ -22,7 +18,8 @@ export interface ODataQuery {
   select: PropertyName[];
   top?: number;
   skip?: number;
-  skipToken?: SkipToken;
+  /** `$skiptoken`: the position after which the page starts, encoded like every page position (domain/entry-selection.ts). */
+  skipToken?: EntryCursor;
   inlineCount: boolean;
   /** Only when `$format` was given; otherwise the Accept header decides. */
   format?: ODataFormat;
@@ -35,17 +32,10 @@ const KNOWN = new Set(['$filter', '$orderby', '$select', '$top', '$skip', '$skip
 /** The largest $top/$skip taken; past it the number means nothing for a table of this size. */
 const MAX_COUNT = 2 ** 31 - 1;
 
-const SKIP_TOKEN = /^(\d{1,15})_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
-
-/** encodeSkipToken writes the position after which the next page starts: `<timestamp>_<uuid>`. */
-export function encodeSkipToken(token: SkipToken): string {
-  return `${token.timestamp}_${token.uuid}`;
-}
-
-function decodeSkipToken(text: string): SkipToken {
-  const match = SKIP_TOKEN.exec(text);
-  if (!match) throw new ODataRequestError(`The $skiptoken "${text.slice(0, 80)}" is not one this service gave out; follow the next link of a previous page.`);
-  return { timestamp: Number(match[1]), uuid: match[2]! };
+function decodeSkipToken(text: string): EntryCursor {
+  const cursor = parseCursor(text);
+  if (cursor === null) throw new ODataRequestError(`The $skiptoken "${text.slice(0, 80)}" is not one this service gave out; follow the next link of a previous page.`);
+  return cursor;
 }
 
 function count(name: string, text: string): number {
@@ -100,6 +90,29 @@ export function requestedFormat(raw: Record<string, unknown>): ODataFormat | und
     return parseFormat(value);
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * checkQueryEncoding refuses a query string (the part after `?`, still encoded) with broken
+ * percent-encoding or bytes that are not UTF-8, naming the option: the query parser would otherwise
+ * keep such a value undecoded and the error would point at a '%' the client never meant.
+ */
+export function checkQueryEncoding(search: string): void {
+  for (const part of search.split('&')) {
+    if (!part.includes('%')) continue;
+    try {
+      decodeURIComponent(part);
+    } catch {
+      const name = part.split('=', 1)[0]!;
+      let shown = name;
+      try {
+        shown = decodeURIComponent(name);
+      } catch {
+        // The name itself is broken: show it as sent.
+      }
+      throw new ODataRequestError(`The option ${shown.slice(0, 40)} is not valid percent-encoded UTF-8; write each byte of its UTF-8 form as %XX.`);
+    }
   }
 }
 

@@ -1,8 +1,16 @@
 /**
  * The card's design as a satori element tree (satori's object form: `{ type, props }`, no JSX).
- * Everything visual lives here; render.ts decides the font size and rasterises.
+ * Everything visual lives here; render.ts decides the font size and rasterises. The background is
+ * its own tree: it never changes, so a render worker draws it once and lays each card over it.
  */
 import { FONT_FAMILY } from './fonts.ts';
+import type { CardLocale } from './scripts.ts';
+
+/**
+ * The version of the card's design. It is part of every cache key and ETag, so raise it whenever the
+ * design or the renderer changes the pixels, and cached cards are replaced.
+ */
+export const CARD_DESIGN_VERSION = 2;
 
 export const CARD_WIDTH = 1200;
 export const CARD_HEIGHT = 630;
@@ -34,6 +42,12 @@ const el = (type: string, style: Record<string, string | number>, children?: Chi
   props: children === undefined ? { style } : { style, children },
 });
 
+/** How the text runs: its direction and, for CJK text, the locale that picks Han glyphs. */
+export interface TextFlow {
+  direction: 'ltr' | 'rtl';
+  lang?: CardLocale | undefined;
+}
+
 export interface TextStyle {
   fontSize: number;
   lineHeight: number;
@@ -45,10 +59,12 @@ export interface TextStyle {
 export const TEXT_KEY = 'entry-text';
 
 /** textNode is the entry's text as laid out on the card, also used alone to measure it. */
-export function textNode(text: string, style: TextStyle): ElementNode {
-  return el(
+export function textNode(text: string, style: TextStyle, flow: TextFlow = { direction: 'ltr' }): ElementNode {
+  const node = el(
     'div',
     {
+      // Right-to-left lines start at the right; satori orders the runs of mixed text inside a line.
+      direction: flow.direction,
       // Satori clamps lines only in block layout.
       display: style.maxLines === undefined ? 'flex' : 'block',
       width: TEXT_BOX.width,
@@ -66,6 +82,8 @@ export function textNode(text: string, style: TextStyle): ElementNode {
     text,
     TEXT_KEY,
   );
+  if (flow.lang !== undefined) node.props.lang = flow.lang;
+  return node;
 }
 
 /** badgeLetter is what the footer's badge shows: the first grapheme of the service name, upper-case. */
@@ -74,8 +92,25 @@ export function badgeLetter(appName: string): string {
   return first?.segment.toUpperCase() ?? '';
 }
 
-/** cardNode is the whole card around an already sized text. */
-export function cardNode(text: ElementNode, appName: string): ElementNode {
+/** backgroundNode is the card's background alone: a deep indigo-to-violet gradient with a pink glow. */
+export function backgroundNode(): ElementNode {
+  return el('div', {
+    width: CARD_WIDTH,
+    height: CARD_HEIGHT,
+    display: 'flex',
+    backgroundColor: '#1e1b4b',
+    // A vertical gradient compresses to almost nothing in PNG; the glow costs ~60 KB and is worth it.
+    backgroundImage:
+      'radial-gradient(circle at 92% 0%, rgba(244, 114, 182, 0.5) 0%, rgba(244, 114, 182, 0) 35%), ' +
+      'linear-gradient(180deg, #1e1b4b 0%, #4c1d7a 100%)',
+  });
+}
+
+/**
+ * cardNode is everything in front of the background, around an already sized text: the accent rule
+ * beside the text (on its right when the text runs right to left) and the footer.
+ */
+export function cardNode(text: ElementNode, appName: string, direction: 'ltr' | 'rtl' = 'ltr'): ElementNode {
   const initial = badgeLetter(appName);
   return el(
     'div',
@@ -87,11 +122,6 @@ export function cardNode(text: ElementNode, appName: string): ElementNode {
       position: 'relative',
       boxSizing: 'border-box',
       padding: `${PADDING_TOP}px ${PADDING_X}px 0 ${PADDING_X}px`,
-      backgroundColor: '#1e1b4b',
-      // A vertical gradient compresses to almost nothing in PNG; the glow costs ~60 KB and is worth it.
-      backgroundImage:
-        'radial-gradient(circle at 92% 0%, rgba(244, 114, 182, 0.5) 0%, rgba(244, 114, 182, 0) 35%), ' +
-        'linear-gradient(180deg, #1e1b4b 0%, #4c1d7a 100%)',
       fontFamily: FONT_FAMILY,
     },
     [
@@ -99,11 +129,11 @@ export function cardNode(text: ElementNode, appName: string): ElementNode {
         'div',
         { display: 'flex', flexDirection: 'column', justifyContent: 'center', flexGrow: 1, height: TEXT_BOX.height, overflow: 'hidden' },
         // The accent bar stretches to the height of the text, like a quotation's rule.
-        el('div', { display: 'flex', flexDirection: 'row' }, [
+        el('div', { display: 'flex', flexDirection: direction === 'rtl' ? 'row-reverse' : 'row' }, [
           el('div', {
             width: ACCENT_WIDTH,
             borderRadius: ACCENT_WIDTH / 2,
-            marginRight: ACCENT_GAP,
+            [direction === 'rtl' ? 'marginLeft' : 'marginRight']: ACCENT_GAP,
             flexShrink: 0,
             backgroundImage: 'linear-gradient(180deg, #f472b6 0%, #fb923c 100%)',
           }),

@@ -2,22 +2,21 @@
  * renderShareImage draws an entry's card: 1200×630 PNG (the Open Graph size). It is a pure function
  * of its input: the same text, emoji images and service name always give the same bytes.
  *
- * Satori lays the card out and writes SVG (text as glyph outlines from the bundled fonts); resvg
- * rasterises it on libuv's thread pool, so the event loop is busy only for the layout, the SVG and
- * the PNG encoding.
+ * Satori lays the card out and writes SVG (text as glyph outlines from the bundled fonts), resvg
+ * rasterises it over the background (drawn once per process: its gradients are a third of resvg's
+ * time), and sharp encodes the PNG. It is CPU-bound from start to end: the service runs it in render
+ * workers (src/services/cards/), never on the event loop.
  */
-import { renderAsync } from '@resvg/resvg-js';
+import { Resvg } from '@resvg/resvg-js';
 import satori from 'satori';
-import { CARD_HEIGHT, CARD_WIDTH, cardNode, TEXT_BOX, TEXT_KEY, textNode, type ElementNode, type TextStyle } from './card.ts';
+import sharp from 'sharp';
+import { backgroundNode, CARD_HEIGHT, CARD_WIDTH, cardNode, TEXT_BOX, TEXT_KEY, textNode, type ElementNode, type TextFlow, type TextStyle } from './card.ts';
 import { cardFonts } from './fonts.ts';
+import { textScripts, type ScriptFace } from './scripts.ts';
 import { scanCustomEmojis } from './text.ts';
 import { twemojiDataUri } from './twemoji.ts';
 
-/**
- * The version of the card's design. It is part of every cache key and ETag, so raise it whenever the
- * design or the renderer changes the pixels, and cached cards are replaced.
- */
-export const CARD_DESIGN_VERSION = 1;
+export { CARD_DESIGN_VERSION } from './card.ts';
 
 export interface CustomEmojiImage {
   /** image/png, image/gif or image/webp. */
@@ -34,10 +33,26 @@ export interface ShareCardInput {
   appName: string;
 }
 
+export interface RenderOptions {
+  /** Asked between the steps of a render; when it answers true the render stops with RenderCancelled. */
+  cancelled?: () => boolean;
+}
+
+/** The error a render stops with when RenderOptions.cancelled says so. */
+export class RenderCancelled extends Error {
+  constructor() {
+    super('The render was cancelled.');
+    this.name = 'RenderCancelled';
+  }
+}
+
 /** Font sizes tried, largest first: from a few words down to 2,000 characters (the longest entry). */
 const SIZES = [96, 88, 80, 72, 64, 58, 52, 47, 43, 39, 36, 33, 30, 28, 26, 24, 22, 21, 20, 19, 18] as const;
 
 const MEASURE_HEIGHT = 4 * CARD_HEIGHT;
+
+/** PNG: zlib level 6 without adaptive filters encodes a card in about half the time, at ±5% size. */
+const PNG_OPTIONS = { compressionLevel: 6, adaptiveFiltering: false } as const;
 
 /**
  * textStyle is the style of the text at one size: semi-bold from 36 px, where it reads as a headline,
@@ -51,56 +66,140 @@ export function textStyle(fontSize: number): TextStyle {
   };
 }
 
-/** renderShareImage renders the card as PNG bytes. */
-export async function renderShareImage(input: ShareCardInput): Promise<Buffer> {
-  const svg = await renderShareSvg(input);
-  const image = await renderAsync(svg, { fitTo: { mode: 'original' }, font: { loadSystemFonts: false }, logLevel: 'off' });
-  return image.asPng();
+/** What satori needs for one card, worked out once and shared by the fitting passes and the render. */
+interface Prepared {
+  text: string;
+  appName: string;
+  graphemeImages: Record<string, string>;
+  faces: ScriptFace[];
+  flow: TextFlow;
 }
 
-/** renderShareSvg lays the card out as SVG, text as outlines and emojis as embedded images. */
+async function prepare(input: ShareCardInput): Promise<Prepared> {
+  const { text, graphemeImages } = await withEmojiGlyphs(input.text, input.emojis);
+  const scripts = textScripts(input.text, input.appName);
+  return { text, appName: input.appName, graphemeImages, faces: scripts.faces, flow: { direction: scripts.direction, lang: scripts.lang } };
+}
+
+/** renderShareImage renders the card as PNG bytes. */
+export async function renderShareImage(input: ShareCardInput, options: RenderOptions = {}): Promise<Buffer> {
+  const check = () => {
+    if (options.cancelled?.()) throw new RenderCancelled();
+  };
+  const back = await background();
+  const prepared = await prepare(input);
+  check();
+  const svg = await svgOf(prepared, await fitText(prepared, check));
+  check();
+  const front = new Resvg(svg, { fitTo: { mode: 'original' }, font: { loadSystemFonts: false }, logLevel: 'off' }).render();
+  check();
+  const rgb = over(back, front.pixels);
+  return sharp(rgb, { raw: { width: CARD_WIDTH, height: CARD_HEIGHT, channels: 3 } }).png(PNG_OPTIONS).toBuffer();
+}
+
+/** renderShareSvg lays the card out as SVG (without its background), text as outlines and emojis as embedded images. */
 export async function renderShareSvg(input: ShareCardInput): Promise<string> {
-  const { text, graphemeImages } = withEmojiGlyphs(input.text, input.emojis);
-  const style = await fitText(text, graphemeImages);
-  return satori(cardNode(textNode(text, style), input.appName) as never, {
+  const prepared = await prepare(input);
+  return svgOf(prepared, await fitText(prepared));
+}
+
+function svgOf(prepared: Prepared, style: TextStyle): Promise<string> {
+  return satori(cardNode(textNode(prepared.text, style, prepared.flow), prepared.appName, prepared.flow.direction), {
     width: CARD_WIDTH,
     height: CARD_HEIGHT,
-    fonts: cardFonts(),
-    graphemeImages,
+    fonts: cardFonts(prepared.faces),
+    graphemeImages: prepared.graphemeImages,
     loadAdditionalAsset,
   });
 }
 
-/** Image types resvg can draw. It cannot decode WebP, so a WebP emoji stays `:name:` on the card. */
+let backgroundPixels: Promise<Buffer> | null = null;
+
+/** background returns the card's background as RGB pixels, drawn once per process (resvg spends ~0.1 s on its gradients). */
+function background(): Promise<Buffer> {
+  backgroundPixels ??= (async () => {
+    const svg = await satori(backgroundNode(), { width: CARD_WIDTH, height: CARD_HEIGHT, fonts: cardFonts() });
+    const rgba = new Resvg(svg, { fitTo: { mode: 'original' }, font: { loadSystemFonts: false }, logLevel: 'off' }).render().pixels;
+    const rgb = Buffer.allocUnsafe(CARD_WIDTH * CARD_HEIGHT * 3);
+    for (let i = 0, j = 0; i < rgba.length; i += 4, j += 3) {
+      rgb[j] = rgba[i]!;
+      rgb[j + 1] = rgba[i + 1]!;
+      rgb[j + 2] = rgba[i + 2]!;
+    }
+    return rgb;
+  })();
+  return backgroundPixels;
+}
+
+/**
+ * over lays premultiplied RGBA pixels (resvg's) over opaque RGB ones: out = front + back × (1 − α).
+ * Most of a card is background, where the front is fully transparent.
+ */
+function over(back: Buffer, front: Uint8Array): Buffer {
+  const out = Buffer.from(back);
+  for (let i = 0, j = 0; i < front.length; i += 4, j += 3) {
+    const alpha = front[i + 3]!;
+    if (alpha === 0) continue;
+    const keep = 255 - alpha;
+    out[j] = front[i]! + Math.round((back[j]! * keep) / 255);
+    out[j + 1] = front[i + 1]! + Math.round((back[j + 1]! * keep) / 255);
+    out[j + 2] = front[i + 2]! + Math.round((back[j + 2]! * keep) / 255);
+  }
+  return out;
+}
+
+/** Image types resvg draws itself; WebP is converted to PNG first. */
 const DRAWABLE_TYPES: ReadonlySet<string> = new Set(['image/png', 'image/gif', 'image/jpeg']);
+const CONVERTED_TYPES: ReadonlySet<string> = new Set(['image/webp']);
 
 /**
  * withEmojiGlyphs turns each known `:name:` into one private-use character that satori draws from
  * the emoji's image at text height (satori maps images to single graphemes only). Characters the text
  * already contains are skipped, so a private-use character typed into an entry stays what it was.
+ * resvg cannot decode WebP, so a WebP emoji is converted to PNG (its first frame) with sharp.
  */
-export function withEmojiGlyphs(text: string, emojis: ReadonlyMap<string, CustomEmojiImage>): { text: string; graphemeImages: Record<string, string> } {
+export async function withEmojiGlyphs(
+  text: string,
+  emojis: ReadonlyMap<string, CustomEmojiImage>,
+): Promise<{ text: string; graphemeImages: Record<string, string> }> {
   const graphemeImages: Record<string, string> = {};
   if (emojis.size === 0) return { text, graphemeImages };
   const glyphs = new Map<string, string>();
   let next = 0xe000;
   const replaced = scanCustomEmojis(
     text,
-    (name) => DRAWABLE_TYPES.has(emojis.get(name)?.contentType ?? ''),
+    (name) => {
+      const type = emojis.get(name)?.contentType ?? '';
+      return DRAWABLE_TYPES.has(type) || CONVERTED_TYPES.has(type);
+    },
     (name) => {
       let glyph = glyphs.get(name);
       if (glyph === undefined) {
         while (text.includes(String.fromCodePoint(next))) next++;
         glyph = String.fromCodePoint(next++);
-        const { contentType, image } = emojis.get(name)!;
-        graphemeImages[glyph] = `data:${contentType};base64,${Buffer.from(image.buffer, image.byteOffset, image.byteLength).toString('base64')}`;
         glyphs.set(name, glyph);
       }
       return glyph;
     },
   );
+  await Promise.all(
+    [...glyphs].map(async ([name, glyph]) => {
+      const emoji = emojis.get(name)!;
+      const drawable = DRAWABLE_TYPES.has(emoji.contentType) ? emoji : await toPng(emoji.image);
+      graphemeImages[glyph] = `data:${drawable.contentType};base64,${Buffer.from(drawable.image.buffer, drawable.image.byteOffset, drawable.image.byteLength).toString('base64')}`;
+    }),
+  );
   return { text: replaced, graphemeImages };
 }
+
+async function toPng(image: Uint8Array): Promise<CustomEmojiImage> {
+  // A broken image draws as nothing rather than failing the card; uploads are checked, so this is rare.
+  const png = await sharp(image).png().toBuffer().catch(() => EMPTY_PNG);
+  return { contentType: 'image/png', image: png };
+}
+
+// A 1×1 transparent PNG.
+const EMPTY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
 
 /**
  * fitText picks the largest size at which the text fits the text box. Satori lays the text out to
@@ -108,9 +207,12 @@ export function withEmojiGlyphs(text: string, emojis: ReadonlyMap<string, Custom
  * the first size to try, so it usually takes two passes. When even the smallest size overflows
  * (hundreds of short lines), the text is clamped to the lines that fit, with an ellipsis.
  */
-export async function fitText(text: string, graphemeImages: Record<string, string>): Promise<TextStyle> {
-  const fitsAt = (index: number) => fits(text, textStyle(SIZES[index]!), graphemeImages);
-  let index = estimateSizeIndex(text);
+async function fitText(prepared: Prepared, check: () => void = () => {}): Promise<TextStyle> {
+  const fitsAt = async (index: number) => {
+    check();
+    return fits(prepared, textStyle(SIZES[index]!));
+  };
+  let index = estimateSizeIndex(prepared.text);
   if (await fitsAt(index)) {
     while (index > 0 && (await fitsAt(index - 1))) index--;
     return textStyle(SIZES[index]!);
@@ -121,6 +223,11 @@ export async function fitText(text: string, graphemeImages: Record<string, strin
   }
   const smallest = textStyle(SIZES[SIZES.length - 1]!);
   return { ...smallest, maxLines: Math.floor(TEXT_BOX.height / (smallest.fontSize * smallest.lineHeight)) };
+}
+
+/** fitTextSize is fitText for a bare text (tests and tools): the style the card would use. */
+export async function fitTextSize(text: string, emojis: ReadonlyMap<string, CustomEmojiImage> = new Map()): Promise<TextStyle> {
+  return fitText(await prepare({ text, emojis, appName: '' }));
 }
 
 // Average advance of Noto Sans in running text, in em; only a starting point for fitText.
@@ -138,13 +245,13 @@ function estimateSizeIndex(text: string): number {
   return index === -1 ? SIZES.length - 1 : index;
 }
 
-async function fits(text: string, style: TextStyle, graphemeImages: Record<string, string>): Promise<boolean> {
+async function fits(prepared: Prepared, style: TextStyle): Promise<boolean> {
   let height = Number.POSITIVE_INFINITY;
-  await satori(measureRoot(textNode(text, style)) as never, {
+  await satori(measureRoot(textNode(prepared.text, style, prepared.flow)), {
     width: TEXT_BOX.width,
     height: MEASURE_HEIGHT,
-    fonts: cardFonts(),
-    graphemeImages,
+    fonts: cardFonts(prepared.faces),
+    graphemeImages: prepared.graphemeImages,
     loadAdditionalAsset,
     // Text as <text> elements instead of outlines: the layout is the same, the pass much cheaper.
     embedFont: false,
@@ -164,8 +271,9 @@ function measureRoot(text: ElementNode): ElementNode {
 }
 
 /**
- * Satori asks for what its fonts lack: emoji (answered from Twemoji) and scripts such as Arabic or
- * CJK, for which no font is bundled; their glyphs fall back to the font's blank box.
+ * Satori asks for what its fonts lack. Emoji are answered from Twemoji. Fonts are not: the faces a
+ * text needs are chosen from its scripts before the render (scripts.ts), so that what a card looks
+ * like never depends on what was rendered before it; a character no bundled face has stays a box.
  */
 async function loadAdditionalAsset(languageCode: string, segment: string): Promise<string | []> {
   return languageCode === 'emoji' ? twemojiDataUri(segment) : [];

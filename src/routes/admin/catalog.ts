@@ -1,21 +1,29 @@
 /** Admin: server variables and custom emoji images. */
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { imageSize } from 'image-size';
 import { Type } from 'typebox';
-import { EMOJI_NAME, parseVariableBody, parseVariableName } from '../../domain/admin-input.ts';
-import { IMAGE_EXTENSIONS, sniffImageType, type ImageType } from '../../domain/images.ts';
-import { assertJsonBody, badRequest, HttpProblem, notFound } from '../../plugins/problem.ts';
-import { problemResponses, Variable } from '../../schemas/api.ts';
+import { sniffImageType, type ImageType } from '../../domain/images.ts';
+import { checkLine } from '../../domain/text.ts';
+import { serverVariableProblem } from '../../domain/variables.ts';
+import { badRequest, requireBodyType, requireJson, notFound } from '../../plugins/problem.ts';
+import { EmojiImageBody, EmojiNameParams, IMAGE_TYPES, ServerVariable, StoredEmoji, VariableBody, VariableNameParams } from '../../schemas/admin.ts';
+import { problemResponses } from '../../schemas/api.ts';
 
 export const MAX_EMOJI_BYTES = 256 * 1024;
 export const MAX_EMOJI_SIDE = 1024;
-const IMAGE_TYPES = Object.keys(IMAGE_EXTENSIONS) as ImageType[];
 
-const NameParams = Type.Object({ name: Type.String({ maxLength: 100 }) });
+/** variableName applies the variable grammar to a name from the path: `$NAME$` or `${name}`, and not a client-side one. */
+function variableName(name: string): string {
+  const problem = serverVariableProblem(name);
+  if (problem !== null) throw badRequest(problem, { parameter: 'name' });
+  return name;
+}
 
-function emojiName(raw: string): string {
-  if (!EMOJI_NAME.test(raw)) throw badRequest(`"${raw.slice(0, 60)}" is not an emoji name: use 2 to 32 of a-z, 0-9 and _.`);
-  return raw;
+/** line applies the single-line rule to a trimmed text of the variable body. */
+function line(raw: string, field: string): string {
+  const checked = checkLine(raw);
+  if (!checked.ok) throw badRequest(`The field "${field}" is not acceptable: ${checked.reason}.`, { field });
+  return checked.text;
 }
 
 /** checkImage accepts only bytes that are what they claim to be and decode to sane dimensions. */
@@ -44,58 +52,61 @@ const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Create or replace a server variable',
-        description: 'The name is the token as written in texts, URL-encoded: `%24ANIMAL%24` for `$ANIMAL$`.',
+        description: 'Entries using the variable show one of its values, picked at random for each occurrence, at once.',
         tags: ['admin'],
-        params: NameParams,
-        body: Type.Object({ description: Type.String(), values: Type.Array(Type.String(), { minItems: 1 }) }),
-        response: { 200: Variable, 201: Variable, ...problemResponses(400, 401, 415) },
+        params: VariableNameParams,
+        body: VariableBody,
+        response: { 200: ServerVariable, 201: ServerVariable, ...problemResponses(400, 413, 415) },
       },
-      validatorCompiler: () => () => true,
+      preValidation: requireJson,
     },
     async (request, reply) => {
-      const name = parseVariableName(request.params.name);
-      if (!name.ok) throw badRequest(name.detail);
-      assertJsonBody(request);
-      const body = parseVariableBody(request.body);
-      if (!body.ok) throw badRequest(body.detail);
-      const outcome = await variables.put({ name: name.value, ...body.value }, request.actor);
-      return reply.code(outcome === 'created' ? 201 : 200).send({ name: name.value, scope: 'server' as const, ...body.value });
+      const name = variableName(request.params.name);
+      const description = checkLine(request.body.description, true);
+      if (!description.ok) throw badRequest(`The field "description" is not acceptable: ${description.reason}.`, { field: 'description' });
+      const values = request.body.values.map((value, index) => line(value, `values[${index}]`));
+      const outcome = await variables.put({ name, description: description.text, values }, request.actor);
+      return reply.code(outcome === 'created' ? 201 : 200).send({ name, scope: 'server' as const, description: description.text, values });
     },
   );
 
   app.delete(
     '/variables/:name',
-    { schema: { summary: 'Delete a server variable', tags: ['admin'], params: NameParams, response: { 204: Type.Null(), ...problemResponses(400, 401, 404) } } },
+    {
+      schema: {
+        summary: 'Delete a server variable',
+        tags: ['admin'],
+        params: VariableNameParams,
+        response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 404) },
+      },
+    },
     async (request, reply) => {
-      const name = parseVariableName(request.params.name);
-      if (!name.ok) throw badRequest(name.detail);
-      if (!(await variables.remove(name.value, request.actor))) throw notFound(`There is no server variable ${name.value}.`);
+      const name = variableName(request.params.name);
+      if (!(await variables.remove(name, request.actor))) throw notFound(`There is no server variable ${name}.`);
       return reply.code(204).send(null);
     },
   );
 
   app.register(async (images) => {
     images.addContentTypeParser(IMAGE_TYPES, { parseAs: 'buffer', bodyLimit: MAX_EMOJI_BYTES }, (_request, body, done) => done(null, body));
-    images.put(
+    images.withTypeProvider<TypeBoxTypeProvider>().put(
       '/emojis/:name',
       {
         schema: {
           summary: 'Create or replace a custom emoji image',
           description: `The body is the image: PNG, GIF or WebP, at most ${MAX_EMOJI_BYTES / 1024} KiB and ${MAX_EMOJI_SIDE} pixels a side, checked by its content.`,
           tags: ['admin'],
-          params: NameParams,
-          response: {
-            200: Type.Object({ name: Type.String(), code: Type.String(), contentType: Type.String() }),
-            201: Type.Object({ name: Type.String(), code: Type.String(), contentType: Type.String() }),
-            ...problemResponses(400, 401, 413, 415),
-          },
+          params: EmojiNameParams,
+          consumes: IMAGE_TYPES,
+          body: EmojiImageBody,
+          response: { 200: StoredEmoji, 201: StoredEmoji, ...problemResponses(400, 413, 415) },
         },
         bodyLimit: MAX_EMOJI_BYTES,
+        preValidation: requireBodyType(...IMAGE_TYPES),
       },
       async (request, reply) => {
-        const name = emojiName((request.params as { name: string }).name);
+        const { name } = request.params;
         const declared = (request.headers['content-type'] ?? '').split(';', 1)[0]!.trim().toLowerCase();
-        if (!Buffer.isBuffer(request.body)) throw new HttpProblem(415, `Send the image as ${IMAGE_TYPES.join(', ')}.`);
         const type = checkImage(declared, request.body);
         const outcome = await emojis.put(name, type, new Uint8Array(request.body), request.actor);
         return reply.code(outcome === 'created' ? 201 : 200).send({ name, code: `:${name}:`, contentType: type });
@@ -105,9 +116,16 @@ const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.delete(
     '/emojis/:name',
-    { schema: { summary: 'Delete a custom emoji', tags: ['admin'], params: NameParams, response: { 204: Type.Null(), ...problemResponses(400, 401, 404) } } },
+    {
+      schema: {
+        summary: 'Delete a custom emoji',
+        tags: ['admin'],
+        params: EmojiNameParams,
+        response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 404) },
+      },
+    },
     async (request, reply) => {
-      const name = emojiName(request.params.name);
+      const { name } = request.params;
       if (!(await emojis.remove(name, request.actor))) throw notFound(`There is no custom emoji :${name}:.`);
       return reply.code(204).send(null);
     },

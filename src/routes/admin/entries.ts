@@ -1,28 +1,17 @@
 /** Admin: create, edit, hide, show and delete entries. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { parseEntryChange, parseNewEntry } from '../../domain/admin-input.ts';
-import { parseUuid } from '../../domain/uuid.ts';
-import { assertJsonBody, badRequest, HttpProblem, notFound } from '../../plugins/problem.ts';
+import { checkEntryText } from '../../domain/text.ts';
+import { badRequest, HttpProblem, notFound, requireJson } from '../../plugins/problem.ts';
+import { AdminEntry, EntryChangeBody, EntryUuidParams, NewEntryBody } from '../../schemas/admin.ts';
 import { problemResponses } from '../../schemas/api.ts';
 import type { EntryWrite } from '../../storage/entries.ts';
 
-export const AdminEntry = Type.Object(
-  {
-    uuid: Type.String({ format: 'uuid' }),
-    text: Type.String({ description: 'The raw text, variables unreplaced.' }),
-    state: Type.Union([Type.Literal('visible'), Type.Literal('hidden')]),
-    timestamp: Type.Integer(),
-  },
-  { title: 'AdminEntry' },
-);
-
-const UuidParams = Type.Object({ uuid: Type.String({ maxLength: 100 }) });
-
-function uuidOf(raw: string): string {
-  const uuid = parseUuid(raw);
-  if (uuid === null) throw badRequest(`"${raw.slice(0, 60)}" is not a UUID.`);
-  return uuid;
+/** entryText applies the text rules the schema cannot (trimming, control characters, length after trimming). */
+function entryText(raw: string): string {
+  const checked = checkEntryText(raw);
+  if (!checked.ok) throw badRequest(`The field "text" is not acceptable: ${checked.reason}.`, { field: 'text' });
+  return checked.text;
 }
 
 function written(result: EntryWrite, uuid?: string) {
@@ -33,16 +22,14 @@ function written(result: EntryWrite, uuid?: string) {
   return result.entry;
 }
 
-const documentedOnly = { validatorCompiler: () => () => true };
-
 const adminEntryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { entries } = app.storage;
 
   app.get(
     '/nonsense/:uuid',
-    { schema: { summary: 'An entry in any state', tags: ['admin'], params: UuidParams, response: { 200: AdminEntry, ...problemResponses(400, 401, 404) } } },
+    { schema: { summary: 'An entry in any state', tags: ['admin'], params: EntryUuidParams, response: { 200: AdminEntry, ...problemResponses(400, 404) } } },
     async (request) => {
-      const uuid = uuidOf(request.params.uuid);
+      const uuid = request.params.uuid.toLowerCase();
       const entry = await entries.findAny(uuid);
       if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
       return entry;
@@ -55,16 +42,15 @@ const adminEntryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Add an entry',
         tags: ['admin'],
-        body: Type.Object({ text: Type.String({ minLength: 1, maxLength: 2000 }), timestamp: Type.Optional(Type.Integer({ minimum: 0 })) }),
-        response: { 201: AdminEntry, ...problemResponses(400, 401, 409, 415) },
+        body: NewEntryBody,
+        response: { 201: AdminEntry, ...problemResponses(400, 409, 413, 415) },
       },
-      ...documentedOnly,
+      preValidation: requireJson,
     },
     async (request, reply) => {
-      assertJsonBody(request);
-      const parsed = parseNewEntry(request.body, Math.floor(Date.now() / 1000));
-      if (!parsed.ok) throw badRequest(parsed.detail);
-      const entry = written(await entries.create(parsed.value.text, parsed.value.timestamp, request.actor));
+      const text = entryText(request.body.text);
+      const timestamp = request.body.timestamp ?? Math.floor(Date.now() / 1000);
+      const entry = written(await entries.create(text, timestamp, request.actor));
       return reply.code(201).send(entry);
     },
   );
@@ -75,26 +61,32 @@ const adminEntryRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Edit, hide or show an entry',
         tags: ['admin'],
-        params: UuidParams,
-        body: Type.Object({ text: Type.Optional(Type.String()), state: Type.Optional(Type.Union([Type.Literal('visible'), Type.Literal('hidden')])) }),
-        response: { 200: AdminEntry, ...problemResponses(400, 401, 404, 409, 415) },
+        params: EntryUuidParams,
+        body: EntryChangeBody,
+        response: { 200: AdminEntry, ...problemResponses(400, 404, 409, 413, 415) },
       },
-      ...documentedOnly,
+      preValidation: requireJson,
     },
     async (request) => {
-      const uuid = uuidOf(request.params.uuid);
-      assertJsonBody(request);
-      const parsed = parseEntryChange(request.body);
-      if (!parsed.ok) throw badRequest(parsed.detail);
-      return written(await entries.update(uuid, parsed.value, request.actor), uuid);
+      const uuid = request.params.uuid.toLowerCase();
+      const { text, state } = request.body;
+      const change = { ...(text === undefined ? {} : { text: entryText(text) }), ...(state === undefined ? {} : { state }) };
+      return written(await entries.update(uuid, change, request.actor), uuid);
     },
   );
 
   app.delete(
     '/nonsense/:uuid',
-    { schema: { summary: 'Delete an entry (and the reports on it)', tags: ['admin'], params: UuidParams, response: { 204: Type.Null(), ...problemResponses(400, 401, 404) } } },
+    {
+      schema: {
+        summary: 'Delete an entry (and the reports on it)',
+        tags: ['admin'],
+        params: EntryUuidParams,
+        response: { 204: Type.Null({ description: 'Deleted' }), ...problemResponses(400, 404) },
+      },
+    },
     async (request, reply) => {
-      const uuid = uuidOf(request.params.uuid);
+      const uuid = request.params.uuid.toLowerCase();
       if (!(await entries.remove(uuid, request.actor))) throw notFound(`No entry has the UUID ${uuid}.`);
       return reply.code(204).send(null);
     },

@@ -1,63 +1,45 @@
 /** Admin: the report queue and the moderation log. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { parseUuid } from '../../domain/uuid.ts';
+import { encodeReportCursor, parseReportCursor } from '../../domain/reports.ts';
+import { nextPageLink } from '../../plugins/links.ts';
 import { badRequest, HttpProblem, notFound } from '../../plugins/problem.ts';
+import { DEFAULT_PAGE_SIZE, LogQuery, LogRecord, NEXT_PAGE_HEADERS, Report, ReportIdParams, ReportQuery, ReportWithEntry } from '../../schemas/admin.ts';
 import { problemResponses } from '../../schemas/api.ts';
-import type { Resolution } from '../../storage/reports.ts';
-import { AdminEntry } from './entries.ts';
+import type { Report as StoredReport, Resolution } from '../../storage/reports.ts';
 
-const ReportFields = {
-  id: Type.String({ format: 'uuid' }),
-  entryUuid: Type.String({ format: 'uuid' }),
-  reason: Type.String(),
-  details: Type.Union([Type.String(), Type.Null()]),
-  status: Type.Union([Type.Literal('open'), Type.Literal('accepted'), Type.Literal('dismissed')]),
-  createdAt: Type.Integer({ description: 'Unix seconds.' }),
-  resolvedAt: Type.Union([Type.Integer(), Type.Null()]),
-  resolvedBy: Type.Union([Type.String(), Type.Null()], { description: "The label of the moderator's token." }),
-};
-const Report = Type.Object(ReportFields, { title: 'Report' });
-const ReportWithEntry = Type.Object({ ...ReportFields, entry: AdminEntry }, { title: 'ReportWithEntry' });
-
-const LogRecord = Type.Object(
-  {
-    id: Type.Integer(),
-    at: Type.Integer({ description: 'Unix milliseconds.' }),
-    actor: Type.String(),
-    action: Type.String({ examples: ['entry.create', 'entry.edit', 'entry.hide', 'entry.show', 'entry.delete', 'variable.put', 'emoji.put', 'report.accept'] }),
-    target: Type.String(),
-    details: Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()]),
-  },
-  { title: 'LogRecord' },
-);
-
-const STATUSES = ['open', 'accepted', 'dismissed'] as const;
+/** The API's report: times as `createdAt`/`resolvedAt`, in Unix seconds like every time in the API. */
+function apiReport<T extends StoredReport>({ createdAtS, resolvedAtS, ...rest }: T) {
+  return { ...rest, createdAt: createdAtS, resolvedAt: resolvedAtS };
+}
 
 function resolved(result: Resolution, id: string) {
   if ('notFound' in result) throw notFound(`No report has the id ${id}.`);
   if ('alreadyResolved' in result) throw new HttpProblem(409, `The report is already ${result.alreadyResolved}.`);
-  return result.report;
+  return apiReport(result.report);
 }
 
 const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { reports, moderationLog } = app.storage;
-  const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
   app.get(
     '/reports',
     {
       schema: {
         summary: 'Reports with their entries, oldest first',
+        description: 'A page at a time: the next page is in the `Link` header.',
         tags: ['admin'],
-        querystring: Type.Object({ status: Type.Optional(Type.String({ description: 'open (default), accepted or dismissed' })) }),
-        response: { 200: Type.Array(ReportWithEntry), ...problemResponses(400, 401) },
+        querystring: ReportQuery,
+        response: { 200: Type.Array(ReportWithEntry, { description: 'A page of reports', headers: NEXT_PAGE_HEADERS }), ...problemResponses(400) },
       },
     },
-    async (request) => {
-      const status = request.query.status ?? 'open';
-      if (!(STATUSES as readonly string[]).includes(status)) throw badRequest(`The parameter "status" must be one of ${STATUSES.join(', ')}.`);
-      return reports.list(status as (typeof STATUSES)[number]);
+    async (request, reply) => {
+      const { status = 'open', limit = DEFAULT_PAGE_SIZE, cursor } = request.query;
+      const after = cursor === undefined ? undefined : parseReportCursor(cursor);
+      if (after === null) throw badRequest('The parameter "cursor" is not one this service gave out; follow the `Link` header of the previous page.', { parameter: 'cursor' });
+      const page = await reports.page(status, { limit, ...(after ? { after } : {}) });
+      if (page.next !== null) reply.header('link', nextPageLink(request, encodeReportCursor(page.next)));
+      return page.reports.map(apiReport);
     },
   );
 
@@ -68,13 +50,12 @@ const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
         schema: {
           summary: action === 'accept' ? 'Accept a report: its entry is hidden at once, with every open report on it' : 'Dismiss a report',
           tags: ['admin'],
-          params: IdParams,
-          response: { 200: Report, ...problemResponses(400, 401, 404, 409) },
+          params: ReportIdParams,
+          response: { 200: Report, ...problemResponses(400, 404, 409) },
         },
       },
       async (request) => {
-        const id = parseUuid(request.params.id);
-        if (id === null) throw badRequest(`"${request.params.id.slice(0, 60)}" is not a report id.`);
+        const id = request.params.id.toLowerCase();
         return resolved(await reports[action](id, request.actor), id);
       },
     );
@@ -86,14 +67,11 @@ const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'The moderation log, newest first',
         tags: ['admin'],
-        querystring: Type.Object({
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-          before: Type.Optional(Type.Integer({ minimum: 1, description: 'Only records with a smaller id (paging).' })),
-        }),
-        response: { 200: Type.Array(LogRecord), ...problemResponses(400, 401) },
+        querystring: LogQuery,
+        response: { 200: Type.Array(LogRecord), ...problemResponses(400) },
       },
     },
-    async (request) => moderationLog.list(request.query.limit ?? 100, request.query.before),
+    async (request) => (await moderationLog.list(request.query.limit ?? 100, request.query.before)).map(({ atS, ...rest }) => ({ ...rest, at: atS })),
   );
 };
 

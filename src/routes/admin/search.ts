@@ -1,35 +1,13 @@
 /** Admin: finding entries in any state, newest first, for the moderation page. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { parseUuid } from '../../domain/uuid.ts';
+import { encodeCursor, parseCursor } from '../../domain/entry-selection.ts';
+import { parseSearchText } from '../../domain/search-text.ts';
+import { nextPageLink } from '../../plugins/links.ts';
 import { badRequest } from '../../plugins/problem.ts';
+import { AdminEntry, DEFAULT_PAGE_SIZE, EntrySearchQuery, NEXT_PAGE_HEADERS } from '../../schemas/admin.ts';
 import { problemResponses } from '../../schemas/api.ts';
-import { AdminEntry } from './entries.ts';
-
-const MAX_TERM_LENGTH = 200;
-
-const SearchQuery = Type.Object({
-  q: Type.Optional(Type.String({ description: 'Case-insensitive substring of the raw text (at most 200 characters). Empty: any.' })),
-  state: Type.Optional(Type.String({ description: '`visible` or `hidden`; absent or empty: both.' })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  before: Type.Optional(Type.String({ description: 'The `next` of the previous page: continue after its last entry.' })),
-});
-
-const SearchResult = Type.Object(
-  {
-    entries: Type.Array(AdminEntry),
-    next: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `before` for the next page; null on the last page.' }),
-  },
-  { title: 'AdminEntrySearch' },
-);
-
-/** A page position: `<timestamp>.<uuid>` of the last entry shown. */
-function parseBefore(raw: string): { timestamp: number; uuid: string } {
-  const match = /^(\d{1,15})\.(.+)$/.exec(raw);
-  const uuid = match ? parseUuid(match[2]!) : null;
-  if (match === null || uuid === null) throw badRequest('The parameter "before" must be the "next" value of a previous page.');
-  return { timestamp: Number(match[1]), uuid };
-}
+import { NEWEST_FIRST } from '../../storage/entry-query.ts';
 
 const adminSearchRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -37,26 +15,23 @@ const adminSearchRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Find entries in any state',
-        description: 'Newest first (timestamp, then uuid, descending). Page with `before` = the previous answer\'s `next`.',
+        description: 'Newest first (timestamp, then uuid, descending), a page at a time: the next page is in the `Link` header.',
         tags: ['admin'],
-        querystring: SearchQuery,
-        response: { 200: SearchResult, ...problemResponses(400, 401) },
+        querystring: EntrySearchQuery,
+        response: { 200: Type.Array(AdminEntry, { description: 'A page of entries', headers: NEXT_PAGE_HEADERS }), ...problemResponses(400) },
       },
     },
-    async (request) => {
-      const { q = '', state = '', limit = 50, before } = request.query;
-      if ([...q].length > MAX_TERM_LENGTH) throw badRequest(`The parameter "q" has ${[...q].length} characters; at most ${MAX_TERM_LENGTH} are allowed.`);
-      if (state !== '' && state !== 'visible' && state !== 'hidden') throw badRequest('The parameter "state" must be visible or hidden.');
+    async (request, reply) => {
+      const { q = '', state = 'any', limit = DEFAULT_PAGE_SIZE, cursor } = request.query;
+      const term = parseSearchText(q);
+      if (!term.ok) throw badRequest(term.detail, { parameter: 'q' });
+      const after = cursor === undefined ? undefined : parseCursor(cursor);
+      if (after === null) throw badRequest('The parameter "cursor" is not one this service gave out; follow the `Link` header of the previous page.', { parameter: 'cursor' });
       // One more than asked tells whether another page exists without a count.
-      const found = await app.storage.entries.search({
-        q: q.trim(),
-        ...(state !== '' ? { state } : {}),
-        limit: limit + 1,
-        ...(before !== undefined && before !== '' ? { before: parseBefore(before) } : {}),
-      });
+      const found = await app.storage.entryQuery.list({ filter: { q: term.value, state }, order: NEWEST_FIRST, limit: limit + 1, ...(after ? { after } : {}) });
       const entries = found.slice(0, limit);
-      const last = entries.at(-1);
-      return { entries, next: found.length > limit && last !== undefined ? `${last.timestamp}.${last.uuid}` : null };
+      if (found.length > limit) reply.header('link', nextPageLink(request, encodeCursor(entries.at(-1)!)));
+      return entries;
     },
   );
 };

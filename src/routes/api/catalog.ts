@@ -5,11 +5,11 @@ import { IMAGE_EXTENSIONS, type ImageType } from '../../domain/images.ts';
 import { CLIENT_VARIABLES } from '../../domain/variables.ts';
 import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { notFound } from '../../plugins/problem.ts';
-import { Emoji, EmojiImageParams, problemResponses, Variable } from '../../schemas/api.ts';
+import { Emoji, EmojiImageParams, NOT_MODIFIED, problemResponses, Variable } from '../../schemas/api.ts';
 import { compareCodePoints } from '../../storage/variables.ts';
-import { baseUrlOf } from '../links.ts';
+import { baseUrlOf } from '../../plugins/links.ts';
 
-const Binary = Type.Unsafe<Buffer>({ type: 'string', format: 'binary' });
+const Binary = (type: string) => Type.Unsafe<Buffer>({ type: 'string', contentMediaType: type });
 
 const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { emojis, variables, cache } = app.storage;
@@ -21,7 +21,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Custom emojis',
         description: 'Sorted by name. Texts refer to an emoji as `:name:`.',
         tags: ['reference'],
-        response: { 200: Type.Array(Emoji) },
+        response: { 200: Type.Array(Emoji), ...NOT_MODIFIED },
       },
     },
     async (request, reply) => {
@@ -45,7 +45,8 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['reference'],
         params: EmojiImageParams,
         response: {
-          200: { description: 'The image', content: Object.fromEntries(Object.keys(IMAGE_EXTENSIONS).map((type) => [type, { schema: Binary }])) },
+          200: { description: 'The image', content: Object.fromEntries(Object.keys(IMAGE_EXTENSIONS).map((type) => [type, { schema: Binary(type) }])) },
+          ...NOT_MODIFIED,
           ...problemResponses(404),
         },
       },
@@ -56,6 +57,9 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (match === null || emoji === null) throw notFound(`No custom emoji image is at ${request.params.file.slice(0, 60)}; see /api/v1/emojis.`);
       const extension = IMAGE_EXTENSIONS[emoji.contentType as ImageType];
       if (match[2] !== extension) throw notFound(`The emoji ${emoji.name} is a ${extension?.toUpperCase()} image: /api/v1/emojis/${emoji.name}.${extension}.`);
+      // Uploads are checked by their content, but an image opened directly is a document of this
+      // origin: should a browser ever take one for something else, it may run and load nothing.
+      reply.header('content-security-policy', "default-src 'none'; sandbox");
       if (notModified(request, reply, `"${emoji.sha256.slice(0, 32)}"`, 'public, max-age=3600')) return reply;
       return reply.type(emoji.contentType).send(Buffer.from(emoji.image.buffer, emoji.image.byteOffset, emoji.image.byteLength));
     },
@@ -69,7 +73,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Sorted by name. Server variables (with their values) are replaced by the server; client variables stay in the text for the client to replace.',
         tags: ['reference'],
-        response: { 200: Type.Array(Variable) },
+        response: { 200: Type.Array(Variable), ...NOT_MODIFIED },
       },
     },
     async (request, reply) => {

@@ -1,18 +1,72 @@
-/** Public entry endpoints: random, status and by UUID. */
+/**
+ * Public entry endpoints: random, status and by UUID. Random and by-UUID are the hottest paths of the
+ * service: they answer from the entry cache (src/storage/entry-cache.ts) with JSON prepared ahead,
+ * synchronously when its snapshot is current, else through the database. The body is the response
+ * schema's serialisation byte for byte (formats/entry.ts; test/formats/entry-json.test.ts checks it),
+ * so the schema still documents it while the serialiser is skipped.
+ */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
-import { parseUuid } from '../../domain/uuid.ts';
 import { mathRandomPick } from '../../domain/variables.ts';
-import { deliverEntry } from '../../formats/entry.ts';
+import { ENTRY_JSON_TYPE, EntryJsonTemplate, entryJsonEncoder } from '../../formats/entry.ts';
+import { watchCache } from '../../metrics/registry.ts';
 import { notModified, revisionTag } from '../../plugins/http-cache.ts';
-import { badRequest, notFound } from '../../plugins/problem.ts';
-import { Entry, EntryPathParams, problemResponses, Status } from '../../schemas/api.ts';
+import { notFound } from '../../plugins/problem.ts';
+import { Entry, EntryPathParams, NOT_MODIFIED, problemResponses, Status } from '../../schemas/api.ts';
+import { EntryCache, type PreparedEntry } from '../../storage/entry-cache.ts';
 import { sendShareImage } from './share-image.ts';
 
-const ShareImage = Type.Unsafe<Buffer>({ type: 'string', format: 'binary' });
+const ShareImage = Type.Unsafe<Buffer>({ type: 'string', contentMediaType: 'image/png', description: 'A 1200×630 PNG.' });
+
+/**
+ * withoutExtension is the lower-case UUID of a path segment the schema accepted: a UUID, perhaps with
+ * an extension. `.png` has its own route, so an extension here (`.jpg`, `.PNG`, or `.png.png` on the
+ * image route) is a 404: share images exist as PNG only.
+ */
+function withoutExtension(id: string): string {
+  const dot = id.indexOf('.');
+  const uuid = (dot === -1 ? id : id.slice(0, dot)).toLowerCase();
+  if (dot !== -1) throw notFound(`Share images exist as PNG only: use /api/v1/nonsense/${uuid}.png.`);
+  return uuid;
+}
+
+const NO_ENTRIES = 'The database has no entries yet. Add some with the admin API or `nonsense import`.';
+
+/** sendEntry sends a prepared entry as the JSON response. */
+function sendEntry(reply: FastifyReply, entry: PreparedEntry<EntryJsonTemplate>): void {
+  reply.header('content-type', ENTRY_JSON_TYPE).send(entry instanceof EntryJsonTemplate ? entry.render(mathRandomPick) : entry);
+}
 
 const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { entries, variables, cache } = app.storage;
+  const entryCache = new EntryCache(cache, entries, variables, {
+    makeEncoder: entryJsonEncoder,
+    templateSize: (template: EntryJsonTemplate) => template.size(),
+    snapshotBytes: app.config.entryCacheBytes,
+    lookupBytes: app.config.entryLookupCacheBytes,
+  });
+  const unwatch = [
+    watchCache('entry_snapshot', () => {
+      const stats = entryCache.stats();
+      return { bytes: stats.snapshotBytes, items: stats.snapshotEntries };
+    }),
+    watchCache('entry_lookups', () => {
+      const stats = entryCache.stats();
+      return { bytes: stats.lookupBytes, items: stats.lookupEntries };
+    }),
+  ];
+  app.addHook('onClose', async () => {
+    entryCache.close();
+    for (const stop of unwatch) stop();
+  });
+
+  // The ETag of a by-UUID answer is the revision's; made once per revision.
+  let tagged = { revision: -1, tag: '' };
+  const tagOf = (revision: number) => {
+    if (tagged.revision !== revision) tagged = { revision, tag: revisionTag(revision) };
+    return tagged.tag;
+  };
 
   app.get(
     '/nonsense/random',
@@ -24,11 +78,17 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Entry, ...problemResponses(404) },
       },
     },
-    async (_request, reply) => {
-      const entry = await entries.random(mathRandomPick);
-      if (entry === null) throw notFound('The database has no entries yet. Add some with the admin API or `nonsense import`.');
+    (_request, reply) => {
       reply.header('cache-control', 'no-store');
-      return deliverEntry(entry, await variables.values());
+      const snapshot = entryCache.snapshotNow();
+      if (snapshot !== null) {
+        if (snapshot.count === 0) throw notFound(NO_ENTRIES);
+        return sendEntry(reply, snapshot.at(mathRandomPick(snapshot.count)));
+      }
+      return entryCache.random(mathRandomPick).then((entry) => {
+        if (entry === null) throw notFound(NO_ENTRIES);
+        sendEntry(reply, entry);
+      });
     },
   );
 
@@ -39,7 +99,7 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Status of the database',
         description: 'For clients that cache the database: `revision` grows with every change.',
         tags: ['entries'],
-        response: { 200: Status },
+        response: { 200: Status, ...NOT_MODIFIED },
       },
     },
     async (request, reply) => {
@@ -53,42 +113,48 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/nonsense/:id',
     {
       schema: {
-        summary: 'One entry by UUID, or its share image',
+        summary: 'One entry by UUID',
+        description: 'A visible entry. Revalidate with `If-None-Match`.',
+        tags: ['entries'],
+        params: EntryPathParams,
+        response: { 200: Entry, ...NOT_MODIFIED, ...problemResponses(400, 404) },
+      },
+    },
+    (request, reply) => {
+      const uuid = withoutExtension(request.params.id);
+      const snapshot = entryCache.snapshotNow();
+      if (snapshot !== null) {
+        const i = snapshot.find(uuid);
+        if (i === -1) throw notFound(`No entry has the UUID ${uuid}.`);
+        if (notModified(request, reply, tagOf(snapshot.revision), 'no-cache')) return;
+        return sendEntry(reply, snapshot.at(i));
+      }
+      return entryCache.find(uuid).then((found) => {
+        if (found === null) throw notFound(`No entry has the UUID ${uuid}.`);
+        if (!notModified(request, reply, tagOf(found.revision), 'no-cache')) sendEntry(reply, found.entry);
+      });
+    },
+  );
+
+  app.get(
+    '/nonsense/:id.png',
+    {
+      schema: {
+        summary: "An entry's share image",
         description:
-          'With `.png` after the UUID: the share image, a 1200×630 PNG card of the entry (`Cache-Control: public, max-age=86400`). ' +
-          'Other extensions are 404: share images exist as PNG only.',
+          'A 1200×630 PNG card of the entry (the Open Graph size): the same entry version always gives the same bytes. ' +
+          '`ETag` and `Cache-Control: public, max-age=86400`. Rate-limited per address (RATE_LIMIT_IMAGE).',
         tags: ['entries'],
         params: EntryPathParams,
         response: {
-          200: {
-            description: 'The entry, or with `.png` its share image',
-            content: { 'application/json': { schema: Entry }, 'image/png': { schema: ShareImage } },
-          },
+          200: { description: 'The share image', content: { 'image/png': { schema: ShareImage } } },
+          ...NOT_MODIFIED,
           ...problemResponses(400, 404),
         },
       },
     },
-    async (request, reply) => {
-      const { id } = request.params;
-      const dot = id.indexOf('.');
-      const uuid = parseUuid(dot === -1 ? id : id.slice(0, dot));
-      if (uuid === null) {
-        throw badRequest(`"${truncate(dot === -1 ? id : id.slice(0, dot))}" is not a UUID; expected the form 6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11.`);
-      }
-      if (dot !== -1) {
-        if (id.slice(dot + 1) === 'png') return sendShareImage(request, reply, uuid);
-        throw notFound(`Share images exist as PNG only: use /api/v1/nonsense/${uuid}.png.`);
-      }
-      const entry = await entries.findVisible(uuid);
-      if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
-      if (notModified(request, reply, revisionTag(await cache.current()), 'no-cache')) return reply;
-      return deliverEntry(entry, await variables.values());
-    },
+    async (request, reply) => sendShareImage(request, reply, withoutExtension(request.params.id)),
   );
 };
-
-function truncate(value: string): string {
-  return value.length > 60 ? `${value.slice(0, 57)}...` : value;
-}
 
 export default nonsenseRoutes;

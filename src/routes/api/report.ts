@@ -1,25 +1,10 @@
 /** `POST /api/v1/nonsense/report`: a reader reports an entry. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
-import { parseReport } from '../../domain/admin-input.ts';
-import { assertJsonBody, badRequest, notFound } from '../../plugins/problem.ts';
-import { problemResponses } from '../../schemas/api.ts';
-import { REPORT_REASONS } from '../../storage/reports.ts';
+import { REPORT_BODY_LIMIT, REPORT_REASONS } from '../../domain/reports.ts';
+import { checkDetails } from '../../domain/text.ts';
+import { badRequest, methodNotAllowed, notFound, requireJson } from '../../plugins/problem.ts';
+import { problemResponses, ReportBody, ReportCreated } from '../../schemas/api.ts';
 
-export const REPORT_BODY_LIMIT = 16 * 1024;
-
-const ReportBody = Type.Object({
-  entryUuid: Type.String({ format: 'uuid' }),
-  reason: Type.Union(REPORT_REASONS.map((r) => Type.Literal(r))),
-  details: Type.Optional(Type.String({ maxLength: 1000, description: 'Free text; meant for reason `other`.' })),
-});
-
-const ReportCreated = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  entryUuid: Type.String({ format: 'uuid' }),
-  reason: Type.String(),
-  status: Type.Literal('open'),
-});
 
 const reportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
@@ -33,21 +18,32 @@ const reportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 201: ReportCreated, ...problemResponses(400, 404, 413, 415, 429) },
       },
       bodyLimit: REPORT_BODY_LIMIT,
-      onRequest: app.reportLimit,
-      // The schema documents the body; parseReport checks it with messages that name the field.
-      validatorCompiler: () => () => true,
+      preValidation: requireJson,
     },
     async (request, reply) => {
-      assertJsonBody(request);
-      const parsed = parseReport(request.body);
-      if (!parsed.ok) throw badRequest(parsed.detail);
-      const { entryUuid, reason, details } = parsed.value;
-      const report = await app.storage.reports.create(entryUuid, reason, details);
+      const { reason } = request.body;
+      const entryUuid = request.body.entryUuid.toLowerCase();
+      const details = checkDetails(request.body.details ?? '');
+      if (!details.ok) throw badRequest(`The field "details" is not acceptable: ${details.reason}.`, { field: 'details' });
+      // Only a well-formed report spends the budget: a client whose reports are refused (400, 413,
+      // 415) is told why and can correct itself without being locked out.
+      await app.reportLimit?.(request, reply);
+      const report = await app.storage.reports.create(entryUuid, reason, details.text);
       if (report === null) throw notFound(`No entry has the UUID ${entryUuid}.`);
       reply.code(201).header('cache-control', 'no-store');
       return { id: report.id, entryUuid: report.entryUuid, reason: report.reason, status: 'open' as const };
     },
   );
+
+  // Without this, GET would reach the by-UUID route and answer that "report" is not a UUID.
+  app.route({
+    method: ['GET', 'PUT', 'PATCH', 'DELETE'],
+    url: '/nonsense/report',
+    schema: { hide: true },
+    handler: async (request) => {
+      throw methodNotAllowed(request.method, request.url.split('?', 1)[0]!, ['POST']);
+    },
+  });
 };
 
 export default reportRoutes;

@@ -6,24 +6,32 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { setImmediate as giveWay } from 'node:timers/promises';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { compileFilter, compileOrderBy, type CompileContext } from '../../domain/odata/compile.ts';
 import { ODataRequestError } from '../../domain/odata/errors.ts';
+import { TIME_LIMIT_MS, WALK_PAGE_TIME_LIMIT_MS } from '../../domain/odata/limits.ts';
 import { ENTITY_SET } from '../../domain/odata/model.ts';
-import { encodeSkipToken, parseQueryOptions, type ODataFormat, type ODataQuery } from '../../domain/odata/query-options.ts';
+import { encodeCursor } from '../../domain/entry-selection.ts';
+import { checkQueryEncoding, parseQueryOptions, type ODataFormat, type ODataQuery } from '../../domain/odata/query-options.ts';
 import { parseResourcePath } from '../../domain/odata/resource-path.ts';
 import { CLIENT_VARIABLES, type ServerVariables } from '../../domain/variables.ts';
 import { ATOM_ENTRY_CONTENT_TYPE, ATOM_FEED_CONTENT_TYPE, atomEntry, atomFeed } from '../../formats/odata/atom.ts';
 import { toODataEntity } from '../../formats/odata/entity.ts';
-import { JSON_ERROR_CONTENT_TYPE, jsonError, XML_ERROR_CONTENT_TYPE, xmlError } from '../../formats/odata/errors.ts';
 import { JSON_CONTENT_TYPE, jsonEntry, jsonFeed } from '../../formats/odata/json.ts';
 import { METADATA_CONTENT_TYPE, metadataDocument, SERVICE_CONTENT_TYPE, jsonServiceDocument, serviceDocument } from '../../formats/odata/metadata.ts';
 import { notModified } from '../../plugins/http-cache.ts';
-import { HttpProblem } from '../../plugins/problem.ts';
-import { isKeysetOrder, type EntryListQuery } from '../../storage/entry-query.ts';
+import { isKeysetOrder, TimeLimitError, type EntryListQuery } from '../../storage/entry-query.ts';
 import type { EntryRecord } from '../../storage/entries.ts';
-import { baseUrlOf } from '../links.ts';
+import { baseUrlOf } from '../../plugins/links.ts';
+import { odataErrorHandler, sendODataError } from './errors.ts';
 import { formatOf } from './negotiate.ts';
+
+/**
+ * Entities serialised at once. A page from the database (500 rows) is written in chunks of this many,
+ * giving way to other requests between them, so that no chunk holds the event loop for long.
+ */
+const CHUNK_ENTITIES = 100;
 
 /** Entries per page of the feed without `all=true`, as the contract says; the plugin option overrides it. */
 export const ODATA_PAGE_SIZE = 100;
@@ -31,12 +39,15 @@ export const ODATA_PAGE_SIZE = 100;
 export interface ODataOptions {
   /** Entries per page of server-driven paging (default ODATA_PAGE_SIZE). */
   pageSize?: number;
+  /** The database time of one request (default TIME_LIMIT_MS; see limits.ts). */
+  timeLimitMs?: number;
 }
 
 const METADATA = metadataDocument();
 
 const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   const pageSize = options.pageSize ?? ODATA_PAGE_SIZE;
+  const timeLimitMs = options.timeLimitMs ?? TIME_LIMIT_MS;
   const { entries, entryQuery, variables, cache } = app.storage;
   const prefix = app.prefix;
 
@@ -45,34 +56,13 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     done();
   });
 
-  /** sendError answers in the OData error format, JSON when the request asked for JSON. */
-  function sendError(request: FastifyRequest, reply: FastifyReply, status: number, message: string, format?: ODataFormat) {
-    const json = formatOf(request, format) === 'json';
-    // Set here too: a refusal by an app-wide hook (overload, rate limit) comes before this plugin's hook.
-    return reply
-      .code(status)
-      .header('dataserviceversion', '2.0')
-      .header('cache-control', 'no-store')
-      .type(json ? JSON_ERROR_CONTENT_TYPE : XML_ERROR_CONTENT_TYPE)
-      .send(json ? jsonError(message) : xmlError(message));
-  }
-
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof ODataRequestError) return sendError(request, reply, error.status, error.message);
-    if (error instanceof HttpProblem) {
-      reply.headers(error.headers);
-      return sendError(request, reply, error.status, error.detail);
-    }
-    const status = error.statusCode ?? 500;
-    if (status >= 400 && status < 500) return sendError(request, reply, status, error.message || 'The request was not accepted.');
-    request.log.error({ reqId: request.id, method: request.method, url: request.url, err: error }, 'request failed');
-    return sendError(request, reply, 500, `The server could not complete the request. If this persists, report it with request id ${request.id}.`);
-  });
+  app.setErrorHandler(odataErrorHandler);
 
   // Only GET and HEAD have routes here (OPTIONS is CORS); anything else reaches this handler.
   app.setNotFoundHandler((request, reply) => {
-    reply.header('allow', 'GET, HEAD, OPTIONS');
-    return sendError(request, reply, 405, `${request.method} is not allowed: this OData interface is read-only; use GET.`);
+    // As everywhere, the detail lists the methods of Allow (OPTIONS, answered for CORS, is not listed).
+    reply.header('allow', 'GET, HEAD');
+    return sendODataError(request, reply, 405, `${request.method} is not allowed: this OData interface is read-only; allowed: GET, HEAD.`);
   });
 
   /** The absolute service root, e.g. `https://example.org/odata/v2/`. */
@@ -92,10 +82,14 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
+    // The statements a request runs before its first byte share one time limit.
+    const deadline = Date.now() + timeLimitMs;
+    const timeLeft = () => Math.max(1, deadline - Date.now());
     const url = request.url;
     const queryAt = url.indexOf('?');
     const path = (queryAt === -1 ? url : url.slice(0, queryAt)).slice(prefix.length);
     const resource = parseResourcePath(path);
+    if (queryAt !== -1) checkQueryEncoding(url.slice(queryAt + 1));
     const query = parseQueryOptions(request.query as Record<string, unknown>);
     const format = formatOf(request, query.format);
     const serviceRoot = serviceRootOf(request);
@@ -124,12 +118,12 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
         const listQuery = listQueryOf(query, compileContext(serverVariables));
         if (await revalidate(request, reply, format)) return reply;
         // $count counts what the same URL without /$count would return across all its pages.
-        const total = await entryQuery.count(listQuery.where);
+        const total = await entryQuery.count({ where: listQuery.where, timeLimitMs: timeLeft() });
         const counted = Math.max(0, Math.min(query.top ?? Number.POSITIVE_INFINITY, total - (query.skip ?? 0)));
         return reply.type('text/plain;charset=utf-8').send(String(counted));
       }
       case 'collection':
-        return collection(request, reply, query, format, serviceRoot);
+        return collection(request, reply, query, format, serviceRoot, timeLeft);
     }
   }
 
@@ -147,29 +141,43 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     return listQuery;
   }
 
-  async function collection(request: FastifyRequest, reply: FastifyReply, query: ODataQuery, format: ODataFormat, serviceRoot: string) {
+  async function collection(request: FastifyRequest, reply: FastifyReply, query: ODataQuery, format: ODataFormat, serviceRoot: string, timeLeft: () => number) {
     const serverVariables = await variables.values();
     const listQuery = listQueryOf(query, compileContext(serverVariables));
     if (await revalidate(request, reply, format)) return reply;
     reply.type(format === 'json' ? JSON_CONTENT_TYPE : ATOM_FEED_CONTENT_TYPE);
     if (request.method === 'HEAD') return reply.send('');
 
-    const count = query.inlineCount ? await entryQuery.count(listQuery.where) : undefined;
+    const count = query.inlineCount ? await entryQuery.count({ where: listQuery.where, timeLimitMs: timeLeft() }) : undefined;
     const toEntities = async function* (pages: AsyncIterable<EntryRecord[]>) {
-      for await (const page of pages) yield page.map((entry) => toODataEntity(entry, serverVariables));
+      for await (const page of pages) {
+        for (let at = 0; at < page.length; at += CHUNK_ENTITIES) {
+          if (at > 0) await giveWay();
+          yield page.slice(at, at + CHUNK_ENTITIES).map((entry) => toODataEntity(entry, serverVariables));
+        }
+      }
     };
 
     let pages: AsyncIterable<EntryRecord[]>;
     let next: string | undefined;
     if (query.all) {
-      const walk = entryQuery.listPages(query.top === undefined ? listQuery : { ...listQuery, limit: query.top });
+      // The feed as a whole takes as long as it takes. A walk by index without a condition or offset
+      // costs the same small amount per page and has no limit. Any other may cost a scan per page:
+      // its first page is bounded like a request, each later one by a wider limit, which stops a walk
+      // that re-sorts the database for every page without letting a busy machine cut a feed short.
+      const bounded = listQuery.where === undefined && !listQuery.offset && isKeysetOrder(listQuery.order);
+      const walk = entryQuery.listPages(
+        { ...listQuery, ...(bounded ? {} : { timeLimitMs: timeLeft() }), ...(query.top === undefined ? {} : { limit: query.top }) },
+        undefined,
+        bounded ? undefined : WALK_PAGE_TIME_LIMIT_MS,
+      );
       // Reading the first page before the headers go out turns a failing query into an error response.
       pages = await primed(walk);
     } else {
       // Reading one more than a page tells whether a next page exists, without counting.
       const limit = Math.min(pageSize, query.top ?? pageSize);
       const mayContinue = query.top === undefined || query.top > limit;
-      const rows = await entryQuery.list({ ...listQuery, limit: mayContinue ? limit + 1 : limit });
+      const rows = await entryQuery.list({ ...listQuery, limit: mayContinue ? limit + 1 : limit, timeLimitMs: timeLeft() });
       const page = rows.slice(0, limit);
       if (rows.length > limit) next = nextLink(request, serviceRoot, query, isKeysetOrder(listQuery.order), page, limit);
       pages = (async function* () {
@@ -181,11 +189,26 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
       format === 'json'
         ? jsonFeed(toEntities(pages), { serviceRoot, select: query.select }, extras)
         : atomFeed(toEntities(pages), { serviceRoot, select: query.select, updated: new Date().toISOString() }, extras);
-    return reply.send(Readable.from(chunks));
+    // One chunk read ahead at most: the socket's backpressure, not this stream, decides the pace.
+    return reply.send(Readable.from(chunks, { highWaterMark: 1 }));
   }
 
-  app.get('/', handle);
-  app.get('/*', handle);
+  /** Past the time limit, a request is refused in words that say what to change. */
+  async function handleWithinTime(request: FastifyRequest, reply: FastifyReply) {
+    try {
+      return await handle(request, reply);
+    } catch (error) {
+      if (!(error instanceof TimeLimitError)) throw error;
+      throw new ODataRequestError(
+        `The request needs more than ${timeLimitMs} ms of database time (the limit). Narrow $filter, for example with a ` +
+          'timestamp range; order by timestamp, created or uuid; use a smaller $skip; or leave out $inlinecount.',
+      );
+    }
+  }
+
+  // Described in the API document by schemas/odata.ts: OData's URL conventions are no route schema.
+  app.get('/', { schema: { hide: true } }, handleWithinTime);
+  app.get('/*', { schema: { hide: true } }, handleWithinTime);
 };
 
 /**
@@ -203,7 +226,7 @@ function nextLink(request: FastifyRequest, serviceRoot: string, query: ODataQuer
   if (keyset) {
     // This page already applied any $skip; the next one starts right after its last entry.
     const last = page[page.length - 1]!;
-    params.push(['$skiptoken', encodeSkipToken({ timestamp: last.timestamp, uuid: last.uuid })]);
+    params.push(['$skiptoken', encodeCursor(last)]);
   } else {
     params.push(['$skip', String((query.skip ?? 0) + delivered)]);
   }

@@ -24,7 +24,17 @@ export function acceptedFormat(accept: string | undefined): ODataFormat {
   return json > xml ? 'json' : 'atom';
 }
 
-/** formatOf picks the response format of a request; a bad `$format` counts as absent here. */
+/**
+ * formatOf picks the response format of a request; a bad `$format` counts as absent here. A request
+ * the router refused (broken percent-encoding) has no parsed query, so `$format` is then read from
+ * the raw URL, leniently.
+ */
 export function formatOf(request: FastifyRequest, explicit?: ODataFormat): ODataFormat {
-  return explicit ?? requestedFormat(request.query as Record<string, unknown>) ?? acceptedFormat(request.headers.accept);
+  if (explicit) return explicit;
+  let query = request.query as Record<string, unknown> | undefined;
+  if (query === null || typeof query !== 'object') {
+    const at = request.url.indexOf('?');
+    query = at === -1 ? {} : { $format: new URLSearchParams(request.url.slice(at + 1)).get('$format') ?? undefined };
+  }
+  return requestedFormat(query) ?? acceptedFormat(request.headers.accept);
 }

@@ -4,7 +4,7 @@
  * with textContent only, so no entry text is ever parsed as markup.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { REPORT_REASONS } from '../../storage/reports.ts';
+import { REPORT_REASONS } from '../../domain/reports.ts';
 import { REASON_LABELS } from '../../web/components.ts';
 import { clientWords } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';
@@ -63,6 +63,7 @@ ${TABS.map(([id, label]) => html`<li><a href="#${id}" data-tab="${id}">${label}<
 </div>
 <p class="hint">Accepting a report hides its entry at once, together with the other open reports on it.</p>
 <ul class="cards" id="report-list" aria-live="polite"></ul>
+<p><button class="button" type="button" id="report-more" hidden>Load more</button></p>
 </section>
 
 <section id="entries" class="tab-panel" aria-labelledby="entries-title" hidden>

@@ -9,7 +9,7 @@ import { entryArticle, reportDialog } from '../../web/components.ts';
 import { clientWords, emojiFiles, entryHtml, siteVariables } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';
 import { page, sendPage } from '../../web/layout.ts';
-import { baseUrlOf } from '../links.ts';
+import { baseUrlOf } from '../../plugins/links.ts';
 
 const homeRoutes: FastifyPluginAsync = async (app) => {
   const { entries, variables } = app.storage;

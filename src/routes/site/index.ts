@@ -1,10 +1,11 @@
 /**
  * The web site, served by the same process as the API: reading, searching, sharing and reporting
- * (`/`, `/search`, `/nonsense/<uuid>/report`), moderating (`/admin`) and the static files they use.
+ * (`/`, `/search`, `/galaxy`, `/nonsense/<uuid>/report`), moderating (`/admin`) and the static files they use.
  * The share page (`/nonsense/<uuid>`) is registered on its own: it predates the site.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import adminPageRoutes from './admin-page.ts';
+import galaxyPageRoutes from './galaxy.ts';
 import homeRoutes from './home.ts';
 import reportPageRoutes from './report-page.ts';
 import searchRoutes from './search.ts';
@@ -14,6 +15,7 @@ const siteRoutes: FastifyPluginAsync = async (app) => {
   await app.register(staticRoutes);
   await app.register(homeRoutes);
   await app.register(searchRoutes);
+  await app.register(galaxyPageRoutes);
   await app.register(reportPageRoutes);
   await app.register(adminPageRoutes);
 };

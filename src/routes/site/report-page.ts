@@ -5,15 +5,23 @@
  * redirects (303) to the page with a confirmation, so reloading never sends the report twice.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { parseReport } from '../../domain/admin-input.ts';
+import { Type } from 'typebox';
 import { parseUuid } from '../../domain/uuid.ts';
+import { REPORT_BODY_LIMIT, REPORT_REASONS, type ReportReason } from '../../domain/reports.ts';
+import { checkDetails, MAX_DETAILS_LENGTH } from '../../domain/text.ts';
 import { cardText } from '../../formats/share-image/text.ts';
 import { badRequest, notFound } from '../../plugins/problem.ts';
 import { reasonFields } from '../../web/components.ts';
 import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';
 import { page, sendPage } from '../../web/layout.ts';
-import { REPORT_BODY_LIMIT } from '../api/report.ts';
+import { StringEnum } from '../../schemas/api.ts';
+
+/** The form's fields: those of the API's report body but the entry, which is in the path. */
+const ReportForm = Type.Object({
+  reason: StringEnum<ReportReason>(REPORT_REASONS),
+  details: Type.Optional(Type.String({ maxLength: MAX_DETAILS_LENGTH })),
+});
 
 function uuidOf(raw: string): string {
   const uuid = parseUuid(raw);
@@ -52,13 +60,15 @@ ${reasonFields('page')}
 
   app.post(
     '/nonsense/:id/report',
-    { schema: { hide: true }, bodyLimit: REPORT_BODY_LIMIT, onRequest: app.reportLimit },
+    { schema: { hide: true, body: ReportForm }, bodyLimit: REPORT_BODY_LIMIT },
     async (request, reply) => {
       const uuid = uuidOf((request.params as { id: string }).id);
-      const form = (request.body ?? {}) as Record<string, unknown>;
-      const parsed = parseReport({ entryUuid: uuid, reason: form.reason, details: form.details });
-      if (!parsed.ok) throw badRequest(parsed.detail);
-      const report = await app.storage.reports.create(uuid, parsed.value.reason, parsed.value.details);
+      const form = request.body as { reason: ReportReason; details?: string };
+      const details = checkDetails(form.details ?? '');
+      if (!details.ok) throw badRequest(`The field "details" is not acceptable: ${details.reason}.`, { field: 'details' });
+      // As in the API, only a well-formed report spends the report budget.
+      await app.reportLimit?.(request, reply);
+      const report = await app.storage.reports.create(uuid, form.reason, details.text);
       if (report === null) throw notFound(`No entry has the UUID ${uuid}.`);
       return reply.code(303).header('location', `/nonsense/${uuid}/report?sent=1`).header('cache-control', 'no-store').send();
     },

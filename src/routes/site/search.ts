@@ -5,18 +5,17 @@
  * entries are added.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { parseUuid } from '../../domain/uuid.ts';
+import { MAX_SEARCH_LENGTH, parseSearchText } from '../../domain/search-text.ts';
+import { encodeCursor, parseCursor, type EntryCursor, type EntryFilter } from '../../domain/entry-selection.ts';
 import { cardText } from '../../formats/share-image/text.ts';
 import { badRequest } from '../../plugins/problem.ts';
-import type { EntryCursor, EntryFilter } from '../../storage/entry-query.ts';
 import { entryArticle, reportDialog } from '../../web/components.ts';
 import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';
 import { page, sendPage } from '../../web/layout.ts';
-import { baseUrlOf } from '../links.ts';
+import { baseUrlOf } from '../../plugins/links.ts';
 
 export const PAGE_SIZE = 20;
-const MAX_TERM_LENGTH = 200;
 const DAY = 86_400;
 
 export interface SearchParams {
@@ -38,14 +37,11 @@ function dayStart(value: string): number | null {
   return new Date(time).toISOString().slice(0, 10) === value ? time / 1000 : null;
 }
 
-function parseCursor(name: string, value: string): EntryCursor {
-  const match = /^(\d{1,15})\.(.+)$/.exec(value);
-  const uuid = match ? parseUuid(match[2]!) : null;
-  if (match === null || uuid === null) throw badRequest(`The parameter "${name}" is not a page position; use the links of the search page.`);
-  return { timestamp: Number(match[1]), uuid };
+function pagePosition(name: string, value: string): EntryCursor {
+  const cursor = parseCursor(value);
+  if (cursor === null) throw badRequest(`The parameter "${name}" is not a page position; use the links of the search page.`, { parameter: name });
+  return cursor;
 }
-
-const cursorOf = (entry: { timestamp: number; uuid: string }) => `${entry.timestamp}.${entry.uuid}`;
 
 /**
  * parseSearch checks the query string. The dates are whole days in UTC and both are included: `from`
@@ -57,13 +53,14 @@ export function parseSearch(query: Record<string, unknown>): SearchParams {
     const value = query[name];
     if (value === undefined) return '';
     if (typeof value !== 'string') throw badRequest(`Give the parameter "${name}" once.`);
-    return value.trim();
+    return value;
   };
-  const q = text('q');
-  if ([...q].length > MAX_TERM_LENGTH) throw badRequest(`The search term has ${[...q].length} characters; at most ${MAX_TERM_LENGTH} are allowed.`);
+  const term = parseSearchText(text('q'));
+  if (!term.ok) throw badRequest(term.detail, { parameter: 'q' });
+  const q = term.value;
   const filter: EntryFilter = { q };
-  const from = text('from');
-  const to = text('to');
+  const from = text('from').trim();
+  const to = text('to').trim();
   if (from !== '') {
     const start = dayStart(from);
     if (start === null) throw badRequest(`The parameter "from" must be a date such as 2024-05-31; got "${from.slice(0, 40)}".`);
@@ -74,15 +71,15 @@ export function parseSearch(query: Record<string, unknown>): SearchParams {
     if (start === null) throw badRequest(`The parameter "to" must be a date such as 2024-05-31; got "${to.slice(0, 40)}".`);
     filter.before = start + DAY;
   }
-  const next = text('next');
-  const prev = text('prev');
+  const next = text('next').trim();
+  const prev = text('prev').trim();
   return {
     q,
     from,
     to,
     filter,
-    ...(next !== '' ? { next: parseCursor('next', next) } : {}),
-    ...(prev !== '' && next === '' ? { prev: parseCursor('prev', prev) } : {}),
+    ...(next !== '' ? { next: pagePosition('next', next) } : {}),
+    ...(prev !== '' && next === '' ? { prev: pagePosition('prev', prev) } : {}),
   };
 }
 
@@ -101,10 +98,10 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
     } else {
       found = await entryQuery.page(filter, PAGE_SIZE, params.next);
     }
-    const total = await entryQuery.countMatching(filter);
+    const total = await entryQuery.count({ filter });
     // The position of the first shown entry: everything matching, minus what comes after it.
     const first = found[0];
-    const rank = first === undefined ? total + 1 : total - (await entryQuery.countMatching(filter, first));
+    const rank = first === undefined ? total + 1 : total - (await entryQuery.count({ filter, after: first }));
     const last = found.at(-1);
     const values = await variables.values();
     const emojis = await emojiFiles(app.storage);
@@ -134,7 +131,7 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
 <form class="search-form" method="get" action="/search" role="search" aria-label="Entries">
 <div class="field field-term">
 <label for="q">Text contains</label>
-<input type="search" id="q" name="q" value="${params.q}" maxlength="${MAX_TERM_LENGTH}" autocomplete="off" spellcheck="false">
+<input type="search" id="q" name="q" value="${params.q}" maxlength="${MAX_SEARCH_LENGTH}" autocomplete="off" spellcheck="false">
 </div>
 <div class="field">
 <label for="from">Added from</label>
@@ -167,8 +164,8 @@ ${found.map(
 ${
   hasPrev || hasNext
     ? html`<nav class="pager" aria-label="Result pages">
-${hasPrev ? html`<a class="button" rel="prev" href="${link({ prev: cursorOf(first) })}">← Previous</a>` : html`<span></span>`}
-${hasNext ? html`<a class="button" rel="next" href="${link({ next: cursorOf(last) })}">Next →</a>` : html`<span></span>`}
+${hasPrev ? html`<a class="button" rel="prev" href="${link({ prev: encodeCursor(first) })}">← Previous</a>` : html`<span></span>`}
+${hasNext ? html`<a class="button" rel="next" href="${link({ next: encodeCursor(last) })}">Next →</a>` : html`<span></span>`}
 </nav>`
     : ''
 }

@@ -17,20 +17,22 @@ import { badgeLetter, CARD_HEIGHT, CARD_WIDTH } from '../../formats/share-image/
 import { scanCustomEmojis } from '../../formats/share-image/text.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { badRequest, notFound } from '../../plugins/problem.ts';
-import { shareCardOf } from '../api/share-image.ts';
 import { assetUrl } from '../../web/assets.ts';
 import { escapeHtml } from '../../web/html.ts';
-import { baseUrlOf } from '../links.ts';
+import { baseUrlOf } from '../../plugins/links.ts';
 
 export { escapeHtml };
 
 const DESCRIPTION_LENGTH = 200;
 
+// The site's own Noto Sans (the files the card is drawn with), so page and card look alike.
 const STYLE = `
+@font-face{font-family:"Noto Sans";font-weight:400;font-display:swap;src:local("Noto Sans"),local("NotoSans-Regular"),url("${assetUrl('noto-sans-400.ttf')}") format("truetype")}
+@font-face{font-family:"Noto Sans";font-weight:600;font-display:swap;src:local("Noto Sans SemiBold"),local("NotoSans-SemiBold"),url("${assetUrl('noto-sans-600.ttf')}") format("truetype")}
 *{box-sizing:border-box}
 html{color-scheme:dark}
 body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;padding:24px;
-font-family:system-ui,-apple-system,"Segoe UI","Noto Sans",Roboto,sans-serif;color:#fdfcff;
+font-family:"Noto Sans",system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#fdfcff;
 background:radial-gradient(circle at 92% 0%,rgba(244,114,182,.45),rgba(244,114,182,0) 40%),linear-gradient(180deg,#1e1b4b,#4c1d7a) fixed}
 main{width:100%;max-width:760px}
 blockquote{margin:0;padding:4px 0 4px 28px;border-left:6px solid #f472b6;border-image:linear-gradient(180deg,#f472b6,#fb923c) 1;
@@ -50,6 +52,7 @@ a:focus-visible{outline:3px solid #fde68a;outline-offset:3px;border-radius:4px}
 const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
   "img-src 'self'",
+  "font-src 'self'",
   `style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'`,
   "base-uri 'none'",
   "form-action 'none'",
@@ -64,7 +67,7 @@ const sharePageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (uuid === null) throw badRequest(`"${request.params.id.slice(0, 60)}" is not a UUID; expected the form 6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11.`);
     const entry = await app.storage.entries.findVisible(uuid);
     if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
-    const card = await shareCardOf(app.storage, entry, app.config.appName);
+    const card = await app.cards.describe(app.storage, entry);
     const html = sharePage({
       base: baseUrlOf(request),
       uuid,

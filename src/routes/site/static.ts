@@ -1,11 +1,13 @@
 /**
  * `GET /static/<file>`: the site's CSS, JS, icon and fonts, from memory. A link with the file's current
  * `?v=<hash>` may be cached for a year (`immutable`); any other is revalidated by its strong ETag.
+ * `GET /favicon.ico`: the same icon as an ICO, for clients that ask for it by that name.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { notModified } from '../../plugins/http-cache.ts';
 import { notFound } from '../../plugins/problem.ts';
 import { ASSETS } from '../../web/assets.ts';
+import { faviconIco } from '../../web/favicon.ts';
 import { pageHeaders } from '../../web/layout.ts';
 
 const staticRoutes: FastifyPluginAsync = async (app) => {
@@ -19,6 +21,12 @@ const staticRoutes: FastifyPluginAsync = async (app) => {
     pageHeaders(reply);
     if (notModified(request, reply, `"${asset.hash}"`, cacheControl)) return reply;
     return reply.type(asset.contentType).send(asset.body);
+  });
+
+  app.get('/favicon.ico', { schema: { hide: true } }, async (request, reply) => {
+    const icon = await faviconIco();
+    if (notModified(request, reply, icon.etag, 'public, max-age=86400')) return reply;
+    return reply.type('image/x-icon').send(icon.body);
   });
 };
 

@@ -40,9 +40,19 @@
 
   // ---- The API ----
 
+  /** nextPage reads the `Link: <…>; rel="next"` header of a list page: the next page's path, or null. */
+  function nextPage(response) {
+    const match = /<([^>]*)>\s*;\s*rel="?next"?/.exec(response.headers.get('link') || '');
+    if (!match) return null;
+    // The service gives absolute links; the page asks its own origin, where it found the API.
+    const url = new URL(match[1], location.href);
+    return url.pathname + url.search;
+  }
+
   /**
-   * api sends one request with the token. It resolves to { ok, status, data, detail }: `detail` is the
-   * problem+json detail of a failure. A 401 ends the session: the token was revoked or is wrong.
+   * api sends one request with the token. It resolves to { ok, status, data, detail, next }: `detail`
+   * is the problem+json detail of a failure, `next` the path of a list's next page (or null). A 401
+   * ends the session: the token was revoked or is wrong.
    */
   async function api(method, path, body, contentType) {
     const headers = { authorization: `Bearer ${sessionStorage.getItem(TOKEN_KEY) || ''}`, accept: 'application/json' };
@@ -70,7 +80,7 @@
     }
     const detail = response.ok ? '' : (data && typeof data.detail === 'string' ? data.detail : `The service answered ${response.status}.`);
     if (response.status === 401 && path.startsWith('/api/v1/admin/')) signOut(`Signed out: ${detail}`);
-    return { ok: response.ok, status: response.status, data, detail };
+    return { ok: response.ok, status: response.status, data, detail, next: nextPage(response) };
   }
 
   // ---- Signing in and out ----
@@ -100,7 +110,7 @@
     message.classList.remove('is-error');
     message.textContent = 'Checking the token…';
     sessionStorage.setItem(TOKEN_KEY, token);
-    const check = await api('GET', '/api/v1/admin/reports?status=open');
+    const check = await api('GET', '/api/v1/admin/reports?status=open&limit=1');
     if (!check.ok) {
       sessionStorage.removeItem(TOKEN_KEY);
       message.textContent = `Not signed in: ${check.detail}`;
@@ -142,7 +152,8 @@
 
   async function refreshCounts() {
     const open = await api('GET', '/api/v1/admin/reports?status=open');
-    if (open.ok) document.querySelector('[data-count="reports"]').textContent = open.data.length > 0 ? String(open.data.length) : '';
+    // One page (100) is counted; beyond it the count says "100+".
+    if (open.ok) document.querySelector('[data-count="reports"]').textContent = open.data.length > 0 ? `${open.data.length}${open.next ? '+' : ''}` : '';
   }
 
   function entryQuote(text) {
@@ -159,16 +170,27 @@
 
   // ---- Reports ----
 
-  loaders.reports = async () => {
+  let reportNext = null;
+
+  loaders.reports = () => loadReports(false);
+
+  /** loadReports shows the first page of reports, or with `more` appends the page the last one linked to. */
+  async function loadReports(more) {
     const status = $('report-status').value;
     const list = $('report-list');
-    const result = await api('GET', `/api/v1/admin/reports?status=${encodeURIComponent(status)}`);
+    const result = await api('GET', more && reportNext ? reportNext : `/api/v1/admin/reports?status=${encodeURIComponent(status)}`);
     if (!result.ok) return say(`The reports could not be loaded: ${result.detail}`, 'error');
-    if (result.data.length === 0) return empty(list, status === 'open' ? 'No open reports. Nothing to do.' : `No ${status} reports.`);
-    list.replaceChildren(...result.data.map(reportCard));
-  };
+    const cards = result.data.map(reportCard);
+    if (more) list.append(...cards);
+    else if (cards.length === 0) empty(list, status === 'open' ? 'No open reports. Nothing to do.' : `No ${status} reports.`);
+    else list.replaceChildren(...cards);
+    reportNext = result.next;
+    $('report-more').hidden = reportNext === null;
+    if (more && cards.length > 0) cards[0].querySelector('button, a')?.focus();
+  }
 
   $('report-status').addEventListener('change', () => loaders.reports());
+  $('report-more').addEventListener('click', () => loadReports(true));
 
   function reportCard(report) {
     const meta = el(
@@ -224,17 +246,17 @@
 
   async function searchEntries(more) {
     const q = $('entry-q').value.trim();
-    const state = $('entry-state').value;
+    const state = $('entry-state').value || 'any';
     const params = new URLSearchParams({ q, state, limit: '20' });
-    if (more && entryNext) params.set('before', entryNext);
-    const result = await api('GET', `/api/v1/admin/nonsense?${params}`);
+    // The next page is the one the last page's Link header named.
+    const result = await api('GET', more && entryNext ? entryNext : `/api/v1/admin/nonsense?${params}`);
     if (!result.ok) return say(`The entries could not be loaded: ${result.detail}`, 'error');
     const list = $('entry-list');
-    const cards = result.data.entries.map(entryCard);
+    const cards = result.data.map(entryCard);
     if (more) list.append(...cards);
     else if (cards.length === 0) empty(list, 'No entries match.');
     else list.replaceChildren(...cards);
-    entryNext = result.data.next;
+    entryNext = result.next;
     $('entry-more').hidden = entryNext === null;
     if (more && cards.length > 0) cards[0].querySelector('button').focus();
   }
@@ -463,7 +485,7 @@
       el(
         'tr',
         {},
-        el('td', {}, el('time', { dateTime: new Date(record.at).toISOString(), textContent: DATE_TIME.format(new Date(record.at)) })),
+        el('td', {}, el('time', { dateTime: new Date(record.at * 1000).toISOString(), textContent: DATE_TIME.format(new Date(record.at * 1000)) })),
         el('td', { textContent: record.actor }),
         el('td', {}, el('code', { textContent: record.action })),
         el('td', {}, el('code', { textContent: record.target })),

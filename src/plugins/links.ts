@@ -12,3 +12,14 @@ export function baseUrlOf(request: FastifyRequest): string {
   const safeHost = SAFE_HOST.test(host) ? host : `${request.server.config.host}:${request.server.config.port}`;
   return `${request.protocol}://${safeHost}`;
 }
+
+/**
+ * nextPageLink is the `Link` header announcing the next page of a list (RFC 8288): the URL of this
+ * request, absolute, with `cursor` set to where the next page starts.
+ */
+export function nextPageLink(request: FastifyRequest, cursor: string): string {
+  // Joined as text: a request URL beginning with `//` must stay a path, not become a host.
+  const url = new URL(baseUrlOf(request) + request.url);
+  url.searchParams.set('cursor', cursor);
+  return `<${url.href}>; rel="next"`;
+}

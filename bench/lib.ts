@@ -1,0 +1,161 @@
+/**
+ * What the benchmarks share: a seeded database (kept between runs when asked), the service started as
+ * production starts it (`bin/nonsense.js serve`, compiled), and the process figures read from /proc.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../src/config.ts';
+import { migrate, openDatabase } from '../src/db/database.ts';
+import { createStorage } from '../src/storage/index.ts';
+
+/** The bench texts: one in ten with a server variable, as in the earlier reports. */
+export function benchText(n: number): string {
+  return n % 10 === 0 ? `Entry ${n}: the $ANIMAL$ filed a complaint about the weather.` : `Entry ${n}: a sock went missing and came back wiser.`;
+}
+
+export interface Seeded {
+  file: string;
+  /** Up to 1,000 UUIDs spread over the entries, for by-UUID requests. */
+  sample: string[];
+  /** Whether it was made now (false: reused from an earlier run). */
+  fresh: boolean;
+}
+
+/**
+ * seed makes an SQLite database of `count` bench entries. With BENCH_KEEP=1 it is kept in the
+ * system's temporary folder and reused by the next run with the same count (seeding a million
+ * entries takes minutes); otherwise it lives in `dir`.
+ */
+export async function seed(count: number, dir: string, text: (n: number) => string = benchText): Promise<Seeded> {
+  const keep = process.env.BENCH_KEEP === '1';
+  const file = keep ? path.join(os.tmpdir(), `nonsense-bench-${count}.db`) : path.join(dir, `bench-${count}.db`);
+  const sampleFile = `${file}.sample.json`;
+  if (keep && fs.existsSync(file) && fs.existsSync(sampleFile)) return { file, sample: JSON.parse(fs.readFileSync(sampleFile, 'utf8')), fresh: false };
+  fs.rmSync(file, { force: true });
+  const database = await openDatabase(loadConfig({ DATABASE_URL: file }).database);
+  await migrate(database);
+  const storage = createStorage(database);
+  await storage.variables.insertMissing([{ name: '$ANIMAL$', description: 'An animal.', values: ['goose', 'capybara', 'newt'] }]);
+  const every = Math.max(1, Math.floor(count / 1000));
+  const sample: string[] = [];
+  for (let start = 0; start < count; start += 10_000) {
+    const batch = Array.from({ length: Math.min(10_000, count - start) }, (_, i) => {
+      const n = start + i;
+      const uuid = randomUUID();
+      if (n % every === 0) sample.push(uuid);
+      return { uuid, text: text(n), timestamp: 1_600_000_000 + n };
+    });
+    await storage.entries.insertEntries(batch);
+  }
+  await database.close();
+  fs.writeFileSync(sampleFile, JSON.stringify(sample));
+  return { file, sample, fresh: true };
+}
+
+export interface Service {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+  /** Milliseconds from spawning the process to its first answer. */
+  startMs: number;
+  stop(): Promise<void>;
+}
+
+/** The Node flags of `npm start` (package.json), so that the benchmarks run the service as it does. */
+export function startFlags(): string[] {
+  const start = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
+  return start.slice(1, start.indexOf('bin/nonsense.js'));
+}
+
+/**
+ * startService runs the service as `npm start` does (`node <its flags> bin/nonsense.js serve`) with
+ * the default configuration plus `env`, and resolves once it answers `probe` (a path).
+ */
+export async function startService(env: Record<string, string>, probe = '/healthz', nodeFlags: string[] = [...startFlags(), ...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? [])]): Promise<Service> {
+  const port = env.PORT!;
+  const started = performance.now();
+  const child = spawn(process.execPath, [...nodeFlags, 'bin/nonsense.js', 'serve'], {
+    env: { ...process.env, DEMO_DATA: 'off', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let startMs: number;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}${probe}`);
+      await res.arrayBuffer();
+      startMs = performance.now() - started;
+      break;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+  return {
+    child,
+    pid: child.pid!,
+    url: `http://127.0.0.1:${port}`,
+    startMs,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** metric reads one unlabelled or exactly labelled sample from the service's /metrics. */
+export async function metric(url: string, name: string): Promise<number | null> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? null : Number(line.slice(name.length + 1));
+}
+
+/**
+ * waitForSnapshot asks for random entries until the entry snapshot holds `count` entries (the
+ * steady state), or gives up after `timeoutMs`; resolves with the milliseconds it took, or null.
+ */
+export async function waitForSnapshot(url: string, count: number, timeoutMs = 300_000): Promise<number | null> {
+  const started = performance.now();
+  while (performance.now() - started < timeoutMs) {
+    await (await fetch(`${url}/api/v1/nonsense/random`)).arrayBuffer();
+    if ((await metric(url, 'nonsense_cache_items{cache="entry_snapshot"}')) === count) return performance.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return null;
+}
+
+/**
+ * waitForQuiet waits until the process has used less than 5 % of a core for two seconds in a row: the
+ * work that follows a start (the entry snapshot, the galaxy's layout in its thread) is done, and what
+ * is measured next is the requests alone. Resolves with the milliseconds it took, or null on timeout.
+ */
+export async function waitForQuiet(pid: number, timeoutMs = Number(process.env.BENCH_QUIET_TIMEOUT_MS ?? 900_000)): Promise<number | null> {
+  const started = performance.now();
+  let quietSeconds = 0;
+  while (performance.now() - started < timeoutMs) {
+    const before = cpuMs(pid);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    quietSeconds = cpuMs(pid) - before < 50 ? quietSeconds + 1 : 0;
+    if (quietSeconds >= 2) return performance.now() - started;
+  }
+  return null;
+}
+
+/** memory reads a process's resident memory in MiB: total, anonymous (heap and buffers) and file-backed (code, mapped files). */
+export function memory(pid: number): { rss: number; anon: number; file: number; peak: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+  return { rss: kib('VmRSS') / 1024, anon: kib('RssAnon') / 1024, file: (kib('RssFile') + kib('RssShmem')) / 1024, peak: kib('VmHWM') / 1024 };
+}
+
+/** cpuMs reads a process's CPU time so far (user and system), in milliseconds. */
+export function cpuMs(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const tick = 1000 / 100;
+  return (Number(fields[11]) + Number(fields[12])) * tick;
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

@@ -1,0 +1,82 @@
+/**
+ * Start-up time and resident memory of the serving process by database size, each against its
+ * baseline in the same run: a bare node:http server (the floor of any Node process), and the service
+ * over an empty database (so growth with the entries is the difference).
+ *
+ * For each size: the time (and CPU time) from spawning the service as `npm start` does (compiled,
+ * default settings) to its first answer to GET /api/v1/nonsense/random; the RSS right after that
+ * answer; and the RSS once the entry snapshot that the first request started is complete and the
+ * process is idle again (with GALAXY=auto, once the galaxy's thread has laid out the entries).
+ *
+ *   npm run bench:memory                             # 0, 50,000 and 100,000 entries
+ *   MEMORY_ENTRIES=0,50000,100000,1000000 BENCH_KEEP=1 npm run bench:memory
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { cpuMs, memory, metric, seed, startService, waitForQuiet, waitForSnapshot } from './lib.ts';
+
+const SIZES = (process.env.MEMORY_ENTRIES ?? '0,50000,100000').split(',').map(Number);
+const PORT = '18186';
+const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The bare server's RSS once it answered one request. */
+async function bareRss(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', "require('http').createServer((q,s)=>s.end('{}')).listen(+process.env.PORT,'127.0.0.1')"], {
+    env: { ...process.env, PORT },
+    stdio: 'ignore',
+  });
+  try {
+    for (;;) {
+      try {
+        await (await fetch(`http://127.0.0.1:${PORT}/`)).arrayBuffer();
+        break;
+      } catch {
+        await settle(10);
+      }
+    }
+    await settle(1000);
+    return memory(child.pid!).rss;
+  } finally {
+    child.kill();
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-memory-'));
+const rows: string[] = [];
+try {
+  const floor = await bareRss();
+  let empty: number | null = null;
+  for (const entries of SIZES) {
+    const seeded = await seed(entries, dir);
+    const service = await startService({ DATABASE_URL: seeded.file, PORT }, '/api/v1/nonsense/random');
+    try {
+      const first = memory(service.pid);
+      const startCpu = cpuMs(service.pid);
+      const warm = entries === 0 ? 0 : await waitForSnapshot(service.url, entries);
+      // Idle: the snapshot built and every background task of the start (the galaxy's layout) done.
+      const quiet = await waitForQuiet(service.pid);
+      const idle = memory(service.pid);
+      const heap = (await metric(service.url, 'nodejs_heap_size_used_bytes'))! / 2 ** 20;
+      const snapshot = (await metric(service.url, 'nonsense_cache_bytes{cache="entry_snapshot"}'))! / 2 ** 20;
+      if (entries === 0) empty = idle.rss;
+      rows.push(
+        `| ${entries.toLocaleString('en')} | ${service.startMs.toFixed(0)} ms (CPU ${startCpu.toFixed(0)} ms) | ${first.rss.toFixed(0)} MiB | ` +
+          `${idle.rss.toFixed(0)} MiB (anon ${idle.anon.toFixed(0)}, file ${idle.file.toFixed(0)}) | ${heap.toFixed(0)} MiB | ${snapshot.toFixed(1)} MiB | ` +
+          `${warm === null ? 'not complete' : `${(warm / 1000).toFixed(1)} s`} | ${quiet === null ? 'busy' : `${(quiet / 1000).toFixed(0)} s`} | ${empty === null ? '-' : `+${(idle.rss - empty).toFixed(0)} MiB`} |`,
+      );
+      console.log(rows.at(-1));
+    } finally {
+      await service.stop();
+    }
+  }
+  console.log(`\nbare node:http server after one request: ${floor.toFixed(0)} MiB RSS`);
+  console.log(`GALAXY=${process.env.GALAXY ?? 'auto (default)'}`);
+  console.log('| entries | first answer after start | RSS after it | RSS idle (snapshot complete, process quiet) | heap used | entry snapshot | snapshot built in | quiet after | growth over 0 entries |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const row of rows) console.log(row);
+} finally {
+  fs.rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,142 @@
+/**
+ * How long a health check waits while the service does legal but heavy work: the latency of
+ * `/healthz`, probed every 20 ms, while idle and during each of three cases on 100,000 entries:
+ *   1. four full CSV exports read at full speed,
+ *   2. one OData `all=true` feed,
+ *   3. 40 new share cards rendered 8 at a time.
+ * Target per case: p95 ≤ 60 ms and max ≤ 300 ms (issue "hostile input").
+ *
+ *   npm run bench:stall                 # BENCH_ENTRIES=100000 by default
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { loadConfig } from '../src/config.ts';
+import { migrate, openDatabase } from '../src/db/database.ts';
+import { createStorage } from '../src/storage/index.ts';
+
+const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 100_000);
+const PORT = Number(process.env.BENCH_PORT ?? 18191);
+const base = `http://127.0.0.1:${PORT}`;
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-stall-'));
+const dbFile = path.join(dir, 'stall.db');
+
+async function seed(): Promise<string[]> {
+  const database = await openDatabase(loadConfig({ DATABASE_URL: dbFile }).database);
+  await migrate(database);
+  const storage = createStorage(database);
+  await storage.variables.insertMissing([{ name: '$ANIMAL$', description: 'An animal.', values: ['goose', 'capybara', 'newt'] }]);
+  const uuids: string[] = [];
+  for (let start = 0; start < ENTRIES; start += 10_000) {
+    const entries = Array.from({ length: Math.min(10_000, ENTRIES - start) }, (_, i) => {
+      const n = start + i;
+      const uuid = randomUUID();
+      uuids.push(uuid);
+      return { uuid, text: `Entry ${n}: the $ANIMAL$ wrote ${n % 7} letters to the moon about socks.`, timestamp: 1_600_000_000 + n };
+    });
+    await storage.entries.insertEntries(entries);
+  }
+  await database.close();
+  return uuids;
+}
+
+function serve(): Promise<ChildProcess> {
+  const child = fork('bin/nonsense.js', ['serve'], {
+    env: {
+      ...process.env, DATABASE_URL: dbFile, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off',
+      RATE_LIMIT_READ: 'off', RATE_LIMIT_IMAGE: 'off', OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
+    },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
+    const poll = setInterval(() => {
+      fetch(`${base}/healthz`).then(
+        () => {
+          clearInterval(poll);
+          child.removeAllListeners('exit');
+          resolve(child);
+        },
+        () => {},
+      );
+    }, 100);
+  });
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+
+/** get reads a whole answer at full speed and returns its size. */
+function get(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.get(url, { agent }, (res) => {
+      let bytes = 0;
+      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      res.on('end', () => (res.statusCode === 200 ? resolve(bytes) : reject(new Error(`${url}: ${res.statusCode}`))));
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+/** probe measures /healthz every 20 ms (on its own connection) until `work` settles. */
+async function probe(work: Promise<unknown>): Promise<{ ms: number[]; seconds: number }> {
+  const probeAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const started = performance.now();
+  let done = false;
+  const finished = work.finally(() => (done = true));
+  const ms: number[] = [];
+  while (!done) {
+    const t0 = performance.now();
+    await new Promise<void>((resolve, reject) => {
+      http.get(`${base}/healthz`, { agent: probeAgent }, (res) => res.resume().on('end', resolve)).on('error', reject);
+    });
+    ms.push(performance.now() - t0);
+    await sleep(20);
+  }
+  await finished;
+  probeAgent.destroy();
+  return { ms, seconds: (performance.now() - started) / 1000 };
+}
+
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
+
+const seedStarted = Date.now();
+const uuids = await seed();
+console.log(`seeded ${ENTRIES} entries in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s`);
+const service = await serve();
+const rows: string[] = [];
+try {
+  await get(`${base}/api/v1/nonsense/${uuids[0]}.png`); // fonts loaded once, as after any start
+  const cases: [string, () => Promise<unknown>][] = [
+    ['idle (baseline)', () => sleep(2000)],
+    ['4 full CSV exports at full speed', () => Promise.all([1, 2, 3, 4].map(() => get(`${base}/api/v1/nonsense?format=csv`)))],
+    ['1 OData all=true feed', () => get(`${base}/odata/v2/nonsense_list?all=true`)],
+    [
+      '40 new share cards, 8 at a time',
+      async () => {
+        const fresh = uuids.slice(1, 41);
+        for (let i = 0; i < fresh.length; i += 8) await Promise.all(fresh.slice(i, i + 8).map((u) => get(`${base}/api/v1/nonsense/${u}.png`)));
+      },
+    ],
+  ];
+  for (const [name, work] of cases) {
+    const { ms, seconds } = await probe(work());
+    const p50 = quantile(ms, 0.5);
+    const p95 = quantile(ms, 0.95);
+    const max = Math.max(...ms);
+    const verdict = name.startsWith('idle') ? '' : p95 <= 60 && max <= 300 ? 'yes' : 'NO';
+    rows.push(`| ${name} | ${seconds.toFixed(1)} s | ${ms.length} | ${p50.toFixed(1)} | ${p95.toFixed(1)} | ${max.toFixed(1)} | ${verdict} |`);
+    console.log(rows.at(-1));
+  }
+} finally {
+  service.kill('SIGTERM');
+  agent.destroy();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+console.log(`\n/healthz latency (ms), probed every 20 ms, ${ENTRIES} entries, ${os.availableParallelism()} cores`);
+console.log('| while | took | probes | p50 | p95 | max | p95 ≤ 60 and max ≤ 300 |');
+console.log('|---|---|---|---|---|---|---|');
+for (const row of rows) console.log(row);

@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+/**
+ * Builds the service into dist/: TypeScript compiled to JavaScript (tsconfig.build.json, imports of
+ * `./x.ts` rewritten to `./x.js`), plus every other file under src/ that code loads by path (the
+ * site's static assets). Types are not checked here (`npm run typecheck` does that), which keeps a
+ * build to a few seconds; the emitted JavaScript is the same either way.
+ *
+ * The build goes to a temporary folder that replaces dist/ at the end, so a process starting
+ * meanwhile never sees half a build, and dist/.build.json records a fingerprint of the sources so
+ * that `isBuildFresh()` can tell a stale build.
+ *
+ *   node scripts/build.js            # build (what `npm run build` and `prepare` run)
+ *   node scripts/build.js --if-stale # build only when src/ changed since the last build
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SRC = path.join(ROOT, 'src');
+const DIST = path.join(ROOT, 'dist');
+const STAMP = '.build.json';
+/** Besides src/, what the output depends on. */
+const INPUTS = ['tsconfig.json', 'tsconfig.build.json', 'scripts/build.js'];
+
+function walk(dir, files = []) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) walk(full, files);
+    else if (entry.isFile()) files.push(full);
+  }
+  return files;
+}
+
+/** sourceFingerprint hashes the path, size and modification time of every input file. */
+export function sourceFingerprint() {
+  const hash = createHash('sha256');
+  const files = [...walk(SRC), ...INPUTS.map((file) => path.join(ROOT, file))].sort();
+  for (const file of files) {
+    const stat = fs.statSync(file);
+    hash.update(`${path.relative(ROOT, file)}\0${stat.size}\0${stat.mtimeMs}\n`);
+  }
+  return hash.digest('hex');
+}
+
+/** isBuildFresh tells whether dist/ holds a build of the current sources. */
+export function isBuildFresh() {
+  try {
+    const stamp = JSON.parse(fs.readFileSync(path.join(DIST, STAMP), 'utf8'));
+    return stamp.fingerprint === sourceFingerprint();
+  } catch {
+    return false;
+  }
+}
+
+/** build compiles src/ into dist/ (replacing it) and returns the time it took in ms. */
+export function build() {
+  const started = performance.now();
+  const fingerprint = sourceFingerprint();
+  const out = path.join(ROOT, `.dist-${process.pid}`);
+  fs.rmSync(out, { recursive: true, force: true });
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  const result = spawnSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json'), '--noCheck', '--outDir', out], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  if (result.status !== 0) {
+    fs.rmSync(out, { recursive: true, force: true });
+    throw new Error(`the TypeScript compiler failed (exit ${result.status ?? result.signal})`);
+  }
+  // Files that code reads by a path relative to its own module (src/web/static/*, ...).
+  for (const file of walk(SRC)) {
+    if (file.endsWith('.ts') || path.basename(file) === 'README.md') continue;
+    const target = path.join(out, path.relative(SRC, file));
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.copyFileSync(file, target);
+  }
+  fs.writeFileSync(path.join(out, STAMP), `${JSON.stringify({ fingerprint, builtAt: new Date().toISOString() })}\n`);
+  fs.rmSync(DIST, { recursive: true, force: true });
+  try {
+    fs.renameSync(out, DIST);
+  } catch (error) {
+    // Another build finished first and put its dist/ in place; it is built from the same sources.
+    fs.rmSync(out, { recursive: true, force: true });
+    if (!isBuildFresh()) throw error;
+  }
+  return performance.now() - started;
+}
+
+/** ensureBuilt builds unless dist/ is already fresh; tells whether it built. */
+export function ensureBuilt() {
+  if (isBuildFresh()) return false;
+  build();
+  return true;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const ifStale = process.argv.includes('--if-stale');
+  if (ifStale && isBuildFresh()) {
+    console.log('dist/ is up to date.');
+  } else {
+    const ms = build();
+    console.log(`Built dist/ in ${(ms / 1000).toFixed(1)} s.`);
+  }
+}

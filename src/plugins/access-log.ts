@@ -1,0 +1,112 @@
+/**
+ * The log's destination and the access log: one line per request, written when its response ends.
+ *
+ * Lines go to standard output in batches: what waits is written with one system call once 16 KiB
+ * are waiting or 100 ms after the first of them, and whatever waits is written on exit. Under load
+ * this turns thousands of writes a second into a few dozen, which saved several microseconds of a
+ * request that costs a few dozen; at low rates a line shows within 100 ms. pino's own asynchronous
+ * destination (sonic-boom with `minLength`) measured slower than its synchronous one here, as it
+ * re-measures its growing buffer on every write.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import pino from 'pino';
+
+/** Bytes (UTF-16 code units) that make a batch worth writing at once. */
+const BATCH = 16 * 1024;
+/** The longest a line waits to be written. */
+const DELAY_MS = 100;
+
+/** BatchedDestination collects pino's lines and writes them in batches. */
+export class BatchedDestination {
+  private parts: string[] = [];
+  private length = 0;
+  private scheduled = false;
+
+  constructor(private readonly out: { write(text: string): unknown; flushSync?(): void }) {}
+
+  write(line: string): void {
+    this.parts.push(line);
+    this.length += line.length;
+    if (this.length >= BATCH) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      setTimeout(this.flushLater, DELAY_MS).unref();
+    }
+  }
+
+  /** flush writes whatever waits, synchronously. */
+  flush(): void {
+    if (this.length === 0) return;
+    const text = this.parts.length === 1 ? this.parts[0]! : this.parts.join('');
+    this.parts = [];
+    this.length = 0;
+    this.out.write(text);
+  }
+
+  /** flushSync is what pino calls before a fatal exit. */
+  flushSync(): void {
+    this.flush();
+    this.out.flushSync?.();
+  }
+
+  private readonly flushLater = (): void => {
+    this.scheduled = false;
+    this.flush();
+  };
+}
+
+let stdout: BatchedDestination | undefined;
+
+/** logDestination is the batched standard output; one per process, however many apps it builds. */
+export function logDestination(): BatchedDestination {
+  if (stdout === undefined) {
+    // Synchronous underneath: it retries a full pipe (EAGAIN) and stops quietly on a closed one (EPIPE).
+    const destination = new BatchedDestination(pino.destination({ dest: 1, sync: true }));
+    process.on('exit', () => destination.flush());
+    stdout = destination;
+  }
+  return stdout;
+}
+
+/**
+ * accessLine is the access log's line exactly as pino writes it at level info (`prefix` is the
+ * logger's bindings as pino writes them, `,"pid":…,"hostname":…`), made without pino: formatting it through the logger
+ * cost several microseconds a request, a tenth of a fast request's time.
+ */
+export function accessLine(prefix: string, time: number, id: string, method: string, url: string, status: number, ms: number): string {
+  return `{"level":30,"time":${time}${prefix},"reqId":${JSON.stringify(id)},"method":${JSON.stringify(method)},"url":${JSON.stringify(url)},"status":${status},"ms":${ms},"msg":"request"}\n`;
+}
+
+export interface AccessLogOptions {
+  /** The destination of the app's own logger, when it built one: lines are written there directly. */
+  destination?: BatchedDestination;
+}
+
+/** The access log: method, URL, status and time of every request, with its id, at level info. */
+export default fp<AccessLogOptions>(
+  async function accessLogPlugin(app: FastifyInstance, { destination }) {
+    const log = app.log as typeof app.log & { isLevelEnabled?: (level: string) => boolean; [pino.symbols.chindingsSym]?: unknown };
+    if (log.isLevelEnabled?.('info') !== true) return;
+    // pino's own prefix of every line of this logger: `,"pid":…,"hostname":…`.
+    const prefix = log[pino.symbols.chindingsSym];
+    if (destination !== undefined && typeof prefix === 'string') {
+      // A callback hook: cheaper than an async one on the hot path.
+      app.addHook('onResponse', (request, reply, done) => {
+        if (log.isLevelEnabled!('info')) {
+          destination.write(accessLine(prefix, Date.now(), request.id, request.method, request.url, reply.statusCode, Math.round(reply.elapsedTime * 10) / 10));
+        }
+        done();
+      });
+      return;
+    }
+    app.addHook('onResponse', (request, reply, done) => {
+      app.log.info(
+        { reqId: request.id, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+        'request',
+      );
+      done();
+    });
+  },
+  { name: 'access-log' },
+);

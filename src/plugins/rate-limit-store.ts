@@ -1,0 +1,88 @@
+/**
+ * The in-process store of the rate-limit counters (when no Redis is configured), within a byte
+ * budget (RATE_LIMIT_CACHE_BYTES) shared evenly by the budgets (read, image, report): one counter per
+ * client address and budget, least recently used first out. Under a crowd of addresses the oldest
+ * counters go, which at worst lets such an address start a fresh window: memory stays bounded
+ * whatever the number of clients. Its size is reported in /metrics (`nonsense_cache_bytes{cache="rate_limits"}`).
+ *
+ * It speaks @fastify/rate-limit's store interface (`incr`, `read`, `child`), with the semantics of its
+ * LocalStore minus the options this service does not use (ban, backoff, continueExceeding).
+ */
+
+/** What one counter costs: the key (`read:` and an address, UTF-16), the counter object and the Map entry. */
+export const COUNTER_BYTES = 200;
+
+type Callback = (error: Error | null, result: { current: number; ttl: number }) => void;
+
+interface Counter {
+  current: number;
+  startMs: number;
+}
+
+/** BudgetedStore holds one budget's counters; `child` makes the store of another budget. */
+export class BudgetedStore {
+  private readonly counters = new Map<string, Counter>();
+
+  constructor(
+    /** The most counters this store keeps. */
+    private readonly capacity: number,
+    private readonly stores: Set<BudgetedStore>,
+    private readonly now: () => number = Date.now,
+  ) {
+    stores.add(this);
+  }
+
+  /** Counters held. */
+  get size(): number {
+    return this.counters.size;
+  }
+
+  incr(key: string, callback: Callback, timeWindow: number): void {
+    const now = this.now();
+    let counter = this.counters.get(key);
+    if (counter === undefined || counter.startMs + timeWindow <= now) {
+      counter = { current: 1, startMs: now };
+    } else {
+      counter.current++;
+      // Most recently used last: Map keeps insertion order.
+      this.counters.delete(key);
+    }
+    this.counters.set(key, counter);
+    if (this.counters.size > this.capacity) this.counters.delete(this.counters.keys().next().value!);
+    callback(null, { current: counter.current, ttl: timeWindow - (now - counter.startMs) });
+  }
+
+  read(key: string, callback: Callback, timeWindow: number): void {
+    const now = this.now();
+    const counter = this.counters.get(key);
+    if (counter === undefined || counter.startMs + timeWindow <= now) callback(null, { current: 0, ttl: 0 });
+    else callback(null, { current: counter.current, ttl: timeWindow - (now - counter.startMs) });
+  }
+
+  child(): BudgetedStore {
+    return new BudgetedStore(this.capacity, this.stores, this.now);
+  }
+}
+
+/**
+ * budgetedStore returns a store class for @fastify/rate-limit's `store` option whose budgets together
+ * keep at most `bytes` of counters, and a function that tells how many they hold now.
+ */
+export function budgetedStore(bytes: number, budgets: number): { Store: new () => BudgetedStore; counters: () => number } {
+  const capacity = Math.max(1, Math.floor(bytes / COUNTER_BYTES / budgets));
+  const stores = new Set<BudgetedStore>();
+  return {
+    Store: class extends BudgetedStore {
+      constructor() {
+        super(capacity, stores);
+        // The plugin's own instance is only the parent of the budgets' stores.
+        stores.delete(this);
+      }
+    },
+    counters: () => {
+      let total = 0;
+      for (const store of stores) total += store.size;
+      return total;
+    },
+  };
+}

@@ -1,0 +1,82 @@
+/** `GET /api/v1/nonsense/galaxy`: every visible entry as a star of the stored 3D layout, as CSV or JSON. */
+import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type, type TSchema } from 'typebox';
+import { GALAXY_CONTENT_TYPES, GALAXY_FORMATS } from '../../formats/galaxy.ts';
+import { notModified } from '../../plugins/http-cache.ts';
+import { HttpProblem } from '../../plugins/problem.ts';
+import { GalaxyPoint, problemResponses } from '../../schemas/api.ts';
+import { GalaxyBodies } from '../../services/galaxy/serve.ts';
+
+/** What a client is asked to wait before the first layout exists. */
+const FIRST_LAYOUT_RETRY_AFTER_S = 10;
+
+const GalaxyQuery = Type.Object({
+  format: Type.Optional(Type.Enum(GALAXY_FORMATS, { description: '`csv` (default) or `json`.' })),
+});
+
+/** The documented shape of a body the handler sends as bytes or a stream. */
+const Body = (schema: TSchema) => Type.Unsafe<Buffer | Readable>(schema);
+
+const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { galaxy, cache } = app.storage;
+  const bodies = new GalaxyBodies(galaxy, () => cache.current());
+  // The stored layout is read before the server listens, so that no request waits for it (a galaxy
+  // too big to hold in memory is not read here; a database that does not answer is not waited for).
+  app.addHook('onReady', async () => {
+    const layout = await galaxy.current().catch(() => null);
+    if (layout !== null) await bodies.view(layout).catch(() => {});
+  });
+
+  app.get(
+    '/nonsense/galaxy',
+    {
+      schema: {
+        summary: 'The galaxy: every entry as a star',
+        description:
+          'One star per visible entry: its place in a seeded 3D UMAP layout of the texts (similar texts close together), ' +
+          'centred on zero, the central 98% spanning 16 units per axis and every star within ±10, and a `point_size` from ' +
+          '0.1 to 0.6 that grows with the length of the text (see docs/galaxy.md). CSV (default) with the header ' +
+          '`uuid,umap_dim_0,umap_dim_1,umap_dim_2,point_size`, or with `format=json` an array of objects with the same fields. ' +
+          'The layout is computed in the background; new entries join it within seconds. Before the first layout exists: 503 ' +
+          'with `Retry-After`. The `ETag` follows the layout and the entries: revalidate with `If-None-Match`.',
+        tags: ['entries'],
+        querystring: GalaxyQuery,
+        response: {
+          200: {
+            description: 'The stars',
+            content: {
+              'text/csv': { schema: Body(Type.String({ description: 'uuid,umap_dim_0,umap_dim_1,umap_dim_2,point_size' })) },
+              'application/json': { schema: Body(Type.Array(GalaxyPoint)) },
+            },
+          },
+          304: { description: 'Not modified (`If-None-Match`)', type: 'null' },
+          ...problemResponses(400, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      const format = request.query.format ?? 'csv';
+      const layout = await galaxy.current();
+      if (layout === null) {
+        throw new HttpProblem(
+          503,
+          'The galaxy has not been laid out yet. The server computes it in the background after it starts (or run `nonsense galaxy`); ' +
+            `try again in ${FIRST_LAYOUT_RETRY_AFTER_S} s.`,
+          {},
+          { 'retry-after': String(FIRST_LAYOUT_RETRY_AFTER_S) },
+        );
+      }
+      // The layout's revision and version say which stars and where; the entries' revision, which of
+      // them are still visible.
+      const view = await bodies.view(layout);
+      if (notModified(request, reply, `"${view.tag}-${format}"`, 'no-cache')) return reply;
+      reply.type(GALAXY_CONTENT_TYPES[format]);
+      if (request.method === 'HEAD') return reply.send(null);
+      const body = view.body(format);
+      return reply.send(body instanceof Promise ? await body : Readable.from(body));
+    },
+  );
+};
+
+export default galaxyRoutes;

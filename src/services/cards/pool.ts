@@ -1,0 +1,172 @@
+/**
+ * RenderPool renders cards in worker threads (piscina), so a render never holds the event loop.
+ * It runs at most `threads` renders at once and lets at most `maxQueue` more wait; beyond that it
+ * refuses at once (CardQueueFull), so a burst of new cards costs a bounded amount of memory and
+ * time. A render nobody waits for any more is dropped from the queue, or, when already running,
+ * stopped at its next step.
+ */
+import type { Piscina } from 'piscina';
+import type { ShareCardInput } from '../../formats/share-image/render.ts';
+import { shareImageCancelled, shareImageRender } from '../../metrics/registry.ts';
+import type { RenderResult, RenderTask, WorkerMemory } from './render-worker.ts';
+
+// From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself, so the small .mjs
+// beside it loads render-worker.ts through tsx; a compiled build runs render-worker.js directly.
+const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./render-worker-tsx.mjs', import.meta.url) : new URL('./render-worker.js', import.meta.url);
+
+/**
+ * Idle workers exit after this long. A worker costs the process about 70 MB, and one that drew CJK
+ * text 20–30 MB more per face (docs/share-image.md), so memory goes back when cards stop; the next
+ * card after that waits ~0.5 s for a new worker to load.
+ */
+const IDLE_TIMEOUT_MS = 120_000;
+
+/** A worker that goes past this heap is stopped (its render fails) rather than grow without bound. */
+const WORKER_MAX_HEAP_MB = 256;
+
+export interface RenderPoolOptions {
+  /** Renders that run at once, one per worker thread. */
+  threads: number;
+  /** Renders that may wait for a thread; more are refused with CardQueueFull. */
+  maxQueue: number;
+}
+
+/** The error a render is refused with when the queue is full; retry after `retryAfterSeconds`. */
+export class CardQueueFull extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super('Too many share images are being drawn right now.');
+    this.name = 'CardQueueFull';
+  }
+}
+
+/** The error a render ends with when its signal aborts first. */
+export class RenderAborted extends Error {
+  constructor() {
+    super('Nobody waits for this share image any more.');
+    this.name = 'RenderAborted';
+  }
+}
+
+interface Waiting {
+  start: () => void;
+  abandon: () => void;
+}
+
+export interface PoolStats {
+  threads: number;
+  running: number;
+  waiting: number;
+}
+
+export class RenderPool {
+  private started: Promise<Piscina> | null = null;
+  private readonly queue: Waiting[] = [];
+  private running = 0;
+  // Mean render time (exponentially weighted), for Retry-After.
+  private meanMs = 150;
+
+  constructor(private readonly options: RenderPoolOptions) {}
+
+  /**
+   * The workers, started with the first card: piscina and sharp cost the main thread ~30 MB of memory,
+   * which a process that never draws a card does not pay.
+   */
+  private piscina(): Promise<Piscina> {
+    this.started ??= (async () => {
+      // sharp must be loaded by the main thread before any worker uses it: with glibc, a worker that
+      // loaded it last would unload libvips when it exits, and crash the process (sharp's documentation).
+      await import('sharp');
+      const { Piscina } = await import('piscina');
+      return new Piscina({
+        filename: WORKER_FILE.href,
+        // Threads start with the first card and exit when idle: most processes draw few cards.
+        minThreads: 0,
+        maxThreads: this.options.threads,
+        idleTimeout: IDLE_TIMEOUT_MS,
+        // The pool's own queue (below) decides what waits, so piscina never queues.
+        maxQueue: this.options.threads,
+        concurrentTasksPerWorker: 1,
+        resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_HEAP_MB },
+      });
+    })();
+    return this.started;
+  }
+
+  /**
+   * render draws a card in a worker. It rejects with CardQueueFull when every thread is busy and the
+   * queue is full, and with RenderAborted when `signal` aborts before the card is done.
+   */
+  async render(input: ShareCardInput, signal?: AbortSignal): Promise<Buffer> {
+    if (signal?.aborted) throw new RenderAborted();
+    if (this.running >= this.options.threads) await this.wait(signal);
+    else this.running++;
+    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    const onAbort = () => Atomics.store(cancel, 0, 1);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const started = performance.now();
+    try {
+      const task: RenderTask = { ...input, cancel };
+      const result = (await (await this.piscina()).run(task)) as RenderResult;
+      if ('cancelled' in result) {
+        shareImageCancelled.inc();
+        throw new RenderAborted();
+      }
+      const ms = performance.now() - started;
+      this.meanMs += (ms - this.meanMs) / 8;
+      shareImageRender.observe(ms / 1000);
+      return Buffer.from(result.png.buffer, result.png.byteOffset, result.png.byteLength);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.release();
+    }
+  }
+
+  /** memory asks one worker (starting one if none runs) what it holds; for measurements. */
+  async memory(): Promise<WorkerMemory> {
+    return (await (await this.piscina()).run(null, { name: 'memory' })) as WorkerMemory;
+  }
+
+  get stats(): PoolStats {
+    return { threads: this.options.threads, running: this.running, waiting: this.queue.length };
+  }
+
+  /** close waits for running renders, refuses waiting ones and stops the workers. */
+  async close(): Promise<void> {
+    for (const waiting of this.queue.splice(0)) waiting.abandon();
+    if (this.started !== null) await (await this.started).close();
+  }
+
+  private wait(signal: AbortSignal | undefined): Promise<void> {
+    if (this.queue.length >= this.options.maxQueue) {
+      const perThread = (this.queue.length + this.running) / this.options.threads;
+      throw new CardQueueFull(Math.min(60, Math.max(1, Math.ceil((perThread * this.meanMs) / 1000))));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const at = this.queue.indexOf(waiting);
+        if (at !== -1) this.queue.splice(at, 1);
+        shareImageCancelled.inc();
+        reject(new RenderAborted());
+      };
+      const waiting: Waiting = {
+        // A finishing render hands its thread straight to the next in line, so none can jump the queue.
+        start: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        abandon: () => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(new RenderAborted());
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(waiting);
+    });
+  }
+
+  private release(): void {
+    const next = this.queue.shift();
+    if (next === undefined) this.running--;
+    else next.start();
+  }
+}

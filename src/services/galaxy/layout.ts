@@ -1,0 +1,299 @@
+/**
+ * The galaxy's layout: a seeded 3D UMAP (umap-js) of the text vectors (`text-space.ts`), fitted on
+ * at most FIT_SAMPLE texts; every other text, and every text added later, is placed by UMAP's
+ * transform into the fitted layout. Coordinates are then framed for the viewers: centred on zero and
+ * scaled per axis so that the central 98% of the fitted points span 2 × HALF_SPAN = 16 units, with
+ * outliers drawn in softly to at most ±LIMIT (so every axis spans at most 20 units).
+ *
+ * The model (text space, the fitted sample's vectors, nearest neighbours and raw coordinates, the
+ * frame) is stored with the layout, so any process can place new texts into it later: `restore`
+ * rebuilds umap-js's graph of the sample from the stored neighbours and puts the fitted coordinates back.
+ */
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
+import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import { UMAP } from 'umap-js';
+import './umap-fixes.ts';
+import { DocumentFrequencies } from './features.ts';
+import { fitTextSpace, TextSpace } from './text-space.ts';
+
+/** Version of the algorithm and of the stored model; a stored layout of another version is refitted. */
+export const MODEL_VERSION = 2;
+/** The layout is fitted on at most this many texts (chosen by uuid hash); the rest are transformed. */
+export const FIT_SAMPLE = 5000;
+/** Fewer texts than this are laid out on a fixed ring: UMAP needs a neighbourhood to work with. */
+export const MIN_UMAP_TEXTS = 6;
+const NEIGHBOURS = 15;
+const MIN_DIST = 0.1;
+/** Texts transformed at once; bounds the memory of a transform. */
+const TRANSFORM_BATCH = 2000;
+/** Epochs of the optimisation between two pauses. */
+const EPOCHS_PER_PAUSE = 10;
+export const HALF_SPAN = 8;
+export const LIMIT = 10;
+
+/** Something to await now and then during long work: yields to the event loop (and lets other work in). */
+export type Pause = () => Promise<void>;
+
+export const yieldToEvents: Pause = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * Epochs of the fit. umap-js runs a third of them when transforming and stops only when its epoch
+ * counter equals that third exactly, so the count must be a multiple of three.
+ */
+function epochsFor(texts: number): number {
+  return texts <= 2500 ? 300 : 150;
+}
+
+function euclidean(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = a[i]! - b[i]!;
+    sum += d * d;
+  }
+  return Math.sqrt(sum);
+}
+
+/** Per axis: framed = (raw - centre) × scale, then drawn in softly beyond HALF_SPAN. */
+export interface Frame {
+  centre: [number, number, number];
+  scale: [number, number, number];
+}
+
+function quantile(sorted: Float64Array, q: number): number {
+  const at = (sorted.length - 1) * q;
+  const low = Math.floor(at);
+  const high = Math.min(sorted.length - 1, low + 1);
+  return sorted[low]! + (sorted[high]! - sorted[low]!) * (at - low);
+}
+
+/** frameFor centres the central 98% of the points on each axis and scales it to ±HALF_SPAN. */
+function frameFor(raw: Float64Array, count: number): Frame {
+  const frame: Frame = { centre: [0, 0, 0], scale: [1, 1, 1] };
+  for (let axis = 0; axis < 3; axis++) {
+    const values = new Float64Array(count);
+    for (let i = 0; i < count; i++) values[i] = raw[i * 3 + axis]!;
+    values.sort();
+    const low = quantile(values, 0.01);
+    const high = quantile(values, 0.99);
+    frame.centre[axis] = (low + high) / 2;
+    frame.scale[axis] = high - low > 1e-9 ? (2 * HALF_SPAN) / (high - low) : 1;
+  }
+  return frame;
+}
+
+function soften(value: number): number {
+  const size = Math.abs(value);
+  if (!Number.isFinite(value)) return 0;
+  if (size <= HALF_SPAN) return value;
+  return Math.sign(value) * (HALF_SPAN + (LIMIT - HALF_SPAN) * Math.tanh((size - HALF_SPAN) / (LIMIT - HALF_SPAN)));
+}
+
+function applyFrame(frame: Frame, raw: ArrayLike<number>, count: number, out = new Float32Array(count * 3), offset = 0): Float32Array {
+  for (let i = 0; i < count; i++) {
+    for (let axis = 0; axis < 3; axis++) {
+      out[(offset + i) * 3 + axis] = soften((raw[i * 3 + axis]! - frame.centre[axis]!) * frame.scale[axis]!);
+    }
+  }
+  return out;
+}
+
+/** ringLayout places a handful of texts evenly on a circle (too few for UMAP). */
+function ringLayout(count: number): Float64Array {
+  const raw = new Float64Array(count * 3);
+  for (let i = 0; i < count; i++) {
+    const angle = (2 * Math.PI * i) / Math.max(count, 1);
+    raw[i * 3] = count === 1 ? 0 : HALF_SPAN * Math.cos(angle);
+    raw[i * 3 + 1] = count === 1 ? 0 : HALF_SPAN * Math.sin(angle);
+  }
+  return raw;
+}
+
+/**
+ * pointSize is a star's size: 0.1 + 0.5 × ln(1 + length) / ln(2001), where length is the text's
+ * length in characters (at most 2,000). A one-word entry gets about 0.15, a tweet-sized one about 0.43,
+ * the longest allowed 0.6.
+ */
+export function pointSize(text: string): number {
+  let length = 0;
+  for (const _ of text) if (++length >= 2000) break;
+  return Math.round((0.1 + (0.5 * Math.log1p(length)) / Math.log(2001)) * 1000) / 1000;
+}
+
+function newUmap(texts: number, seed: number): UMAP {
+  const rng = xoroshiro128plus(seed);
+  return new UMAP({
+    nComponents: 3,
+    nNeighbors: Math.min(NEIGHBOURS, texts - 1),
+    minDist: MIN_DIST,
+    nEpochs: epochsFor(texts),
+    random: () => uniformFloat64(rng),
+    distanceFn: euclidean,
+  });
+}
+
+const asVectors = (vectors: Float32Array[]) => vectors as unknown as number[][];
+
+/**
+ * The fitted sample's nearest neighbours, as umap-js found them. umap-js keeps them in fields its types
+ * call private and offers no getter, only `setPrecomputedKNN`; storing them spares a restore the
+ * neighbour search, two thirds of its time (without its search trees, which the transform's neighbour
+ * search does as well without: same placement quality on the benchmark corpus).
+ */
+interface Neighbours {
+  knnIndices: number[][];
+  knnDistances: number[][];
+}
+
+export class LayoutModel {
+  private constructor(
+    readonly space: TextSpace,
+    /** Null for a ring layout: it cannot place new texts (any change refits it). */
+    private readonly umap: UMAP | null,
+    /** The fitted texts' vectors, sampleSize × dimensions. */
+    private readonly sampleVectors: Float32Array[],
+    /** The fitted texts' raw UMAP coordinates, sampleSize × 3. */
+    private readonly sampleRaw: Float64Array,
+    private readonly neighbours: Neighbours | null,
+    readonly frame: Frame,
+    readonly seed: number,
+  ) {}
+
+  get sampleSize(): number {
+    return this.sampleVectors.length;
+  }
+
+  /** canPlace tells whether texts can be added by transform (false for a ring of a few texts). */
+  get canPlace(): boolean {
+    return this.umap !== null;
+  }
+
+  /**
+   * fit lays out `texts` (the sample: at most FIT_SAMPLE of them) and returns the model with the
+   * framed coordinates of those texts, in order. Deterministic for the same texts, order and seed.
+   */
+  static async fit(texts: readonly string[], seed: number, pause: Pause = yieldToEvents): Promise<{ model: LayoutModel; points: Float32Array }> {
+    const space = fitTextSpace(texts, seed);
+    await pause();
+    const vectors = texts.map((text) => space.embed(text));
+    let raw: Float64Array;
+    let umap: UMAP | null = null;
+    if (texts.length < MIN_UMAP_TEXTS) {
+      raw = ringLayout(texts.length);
+    } else {
+      umap = newUmap(texts.length, seed);
+      const epochs = umap.initializeFit(asVectors(vectors));
+      for (let epoch = 0; epoch < epochs; epoch++) {
+        umap.step();
+        if (epoch % EPOCHS_PER_PAUSE === EPOCHS_PER_PAUSE - 1) await pause();
+      }
+      raw = Float64Array.from(umap.getEmbedding().flat());
+    }
+    const frame = frameFor(raw, texts.length);
+    const neighbours = umap === null ? null : (umap as unknown as Neighbours);
+    const model = new LayoutModel(space, umap, vectors, raw, neighbours && { knnIndices: neighbours.knnIndices, knnDistances: neighbours.knnDistances }, frame, seed);
+    return { model, points: applyFrame(frame, raw, texts.length) };
+  }
+
+  /** place returns the framed coordinates of new texts, placed by UMAP's transform into the fitted layout. */
+  async place(texts: readonly string[], pause: Pause = yieldToEvents): Promise<Float32Array> {
+    if (this.umap === null) throw new Error('A ring layout cannot place texts; fit again.');
+    const out = new Float32Array(texts.length * 3);
+    for (let start = 0; start < texts.length; ) {
+      let size = Math.min(TRANSFORM_BATCH, texts.length - start);
+      // umap-js moves the fitted points too when a batch has exactly as many texts as the sample.
+      if (size === this.sampleSize) size--;
+      const vectors = texts.slice(start, start + size).map((text) => this.space.embed(text));
+      applyFrame(this.frame, this.umap.transform(asVectors(vectors)).flat(), size, out, start);
+      start += size;
+      await pause();
+    }
+    return out;
+  }
+
+  /** toBytes serialises the model (gzip of a JSON header and the binary arrays). */
+  toBytes(): Buffer {
+    const { frequencies, vocabulary, projection, dimensions } = this.space.data;
+    const header = JSON.stringify({
+      version: MODEL_VERSION,
+      seed: this.seed,
+      dimensions,
+      documents: frequencies.documents,
+      vocabulary: vocabulary.length,
+      sample: this.sampleSize,
+      frame: this.frame,
+      ring: this.umap === null,
+      neighbours: this.neighbours === null ? 0 : this.neighbours.knnIndices[0]!.length,
+    });
+    const vectors = new Float32Array(this.sampleSize * dimensions);
+    this.sampleVectors.forEach((vector, i) => vectors.set(vector, i * dimensions));
+    const k = this.neighbours === null ? 0 : this.neighbours.knnIndices[0]!.length;
+    const indices = new Int32Array(this.sampleSize * k);
+    const distances = new Float64Array(this.sampleSize * k);
+    this.neighbours?.knnIndices.forEach((row, i) => indices.set(row, i * k));
+    this.neighbours?.knnDistances.forEach((row, i) => distances.set(row, i * k));
+    const parts = [frequencies.counts, vocabulary, projection, vectors, this.sampleRaw, indices, distances].map((array) =>
+      Buffer.from(array.buffer, array.byteOffset, array.byteLength),
+    );
+    const head = Buffer.from(header);
+    const length = Buffer.alloc(4);
+    length.writeUInt32LE(head.length);
+    return gzipSync(Buffer.concat([length, head, ...parts]), { level: 6 });
+  }
+
+  /**
+   * restore reads a model written by toBytes and makes it ready to place texts: umap-js rebuilds the
+   * sample's neighbour graph from the stored neighbours (a few seconds for FIT_SAMPLE texts).
+   */
+  static restore(bytes: Uint8Array): LayoutModel {
+    const data = gunzipSync(bytes);
+    const headLength = data.readUInt32LE(0);
+    const header = JSON.parse(data.subarray(4, 4 + headLength).toString()) as {
+      version: number;
+      seed: number;
+      dimensions: number;
+      documents: number;
+      vocabulary: number;
+      sample: number;
+      frame: Frame;
+      ring: boolean;
+      neighbours: number;
+    };
+    if (header.version !== MODEL_VERSION) throw new Error(`The stored galaxy model has version ${header.version}; this code reads ${MODEL_VERSION}.`);
+    let at = 4 + headLength;
+    // Copies, so that every array is aligned and owns its memory.
+    const take = <T>(make: (buffer: ArrayBuffer) => T, bytesLength: number): T => {
+      const copy = new Uint8Array(bytesLength);
+      copy.set(data.subarray(at, at + bytesLength));
+      at += bytesLength;
+      return make(copy.buffer);
+    };
+    const { dimensions, sample } = header;
+    const counts = take((b) => new Uint16Array(b), new DocumentFrequencies().counts.byteLength);
+    const vocabulary = take((b) => new Uint32Array(b), header.vocabulary * 4);
+    const projection = take((b) => new Float32Array(b), header.vocabulary * dimensions * 4);
+    const flat = take((b) => new Float32Array(b), sample * dimensions * 4);
+    const raw = take((b) => new Float64Array(b), sample * 3 * 8);
+    const k = header.neighbours;
+    const indices = take((b) => new Int32Array(b), sample * k * 4);
+    const distances = take((b) => new Float64Array(b), sample * k * 8);
+    const neighbours: Neighbours | null =
+      k === 0
+        ? null
+        : {
+            knnIndices: Array.from({ length: sample }, (_, i) => Array.from(indices.subarray(i * k, (i + 1) * k))),
+            knnDistances: Array.from({ length: sample }, (_, i) => Array.from(distances.subarray(i * k, (i + 1) * k))),
+          };
+    const space = new TextSpace({ frequencies: new DocumentFrequencies(counts, header.documents), vocabulary, projection, dimensions });
+    const vectors = Array.from({ length: sample }, (_, i) => flat.subarray(i * dimensions, (i + 1) * dimensions));
+    let umap: UMAP | null = null;
+    if (!header.ring) {
+      umap = newUmap(sample, header.seed);
+      if (neighbours !== null) umap.setPrecomputedKNN(neighbours.knnIndices, neighbours.knnDistances);
+      umap.initializeFit(asVectors(vectors));
+      const embedding = umap.getEmbedding();
+      for (let i = 0; i < sample; i++) for (let axis = 0; axis < 3; axis++) embedding[i]![axis] = raw[i * 3 + axis]!;
+    }
+    return new LayoutModel(space, umap, vectors, raw, neighbours, header.frame, header.seed);
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * A repair to umap-js 1.4.0, applied on import. Its transform finds each new point's neighbours among
+ * the fitted points by walking the neighbour graph from a few starting points, taking the closest
+ * unvisited candidate each time (`heap.smallestFlagged`). That function's loop is written
+ * `for (i = 0; i > length; i++)` and never runs, so the walk never starts and the neighbours are the
+ * random starting points (on the cat/weather/train families, under 20% of the true neighbours). This
+ * replaces it with the intended loop; `nn_descent.js` looks the function up on the module at each call.
+ */
+import { createRequire } from 'node:module';
+
+type Heap = [number[][], number[][], number[][]];
+
+const require = createRequire(import.meta.url);
+const heap = require('umap-js/dist/heap.js') as { smallestFlagged: (heap: Heap, row: number) => number };
+
+heap.smallestFlagged = function smallestFlagged(heap: Heap, row: number): number {
+  const indices = heap[0][row]!;
+  const distances = heap[1][row]!;
+  const flags = heap[2][row]!;
+  let best = -1;
+  let bestDistance = Infinity;
+  for (let i = 0; i < indices.length; i++) {
+    if (flags[i] === 1 && distances[i]! < bestDistance) {
+      bestDistance = distances[i]!;
+      best = i;
+    }
+  }
+  if (best === -1) return -1;
+  flags[best] = 0;
+  return Math.floor(indices[best]!);
+};

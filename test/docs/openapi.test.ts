@@ -1,0 +1,98 @@
+/**
+ * The API description at /openapi.json: linted by Redocly CLI with its recommended rules (0 errors),
+ * and complete where client authors need it to be.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestContext } from '../helper.ts';
+
+const run = promisify(execFile);
+const REDOCLY = path.resolve('node_modules/.bin/redocly');
+
+type Operation = { operationId?: string; summary?: string; security?: Record<string, string[]>[]; parameters?: { name: string; in: string; schema: Record<string, unknown> }[]; responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }>; $ref?: string }> };
+type Document = { servers: { url: string }[]; paths: Record<string, Record<string, Operation>>; components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> }; security: unknown[] };
+
+describe('the OpenAPI document', () => {
+  let t: TestContext;
+  let doc: Document;
+  beforeAll(async () => {
+    t = await createTestApp();
+    doc = (await t.app.inject({ url: '/openapi.json', headers: { host: 'nonsense.test:8080' } })).json();
+  });
+  afterAll(() => t.close());
+
+  const operations = () => Object.entries(doc.paths).flatMap(([url, item]) => Object.entries(item).map(([method, op]) => ({ url, method, op })));
+
+  it('passes redocly lint with the recommended rules: 0 errors', async () => {
+    const file = path.join(t.dir, 'openapi.json');
+    fs.writeFileSync(file, JSON.stringify(doc));
+    // Redocly exits 1 when it finds errors; its JSON report says what they are either way.
+    const { stdout } = await run(REDOCLY, ['lint', file, '--format=json'], {
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      maxBuffer: 16 * 1024 * 1024,
+    }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
+    const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[] };
+    const listed = report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`);
+    expect(report.totals.errors, listed.join('\n')).toBe(0);
+    // The only warnings: health checks have no 4xx answer to document.
+    expect(listed.filter((line) => !/^warn operation-4xx-response at #\/paths\/~1(healthz|readyz)\/get\/responses/.test(line))).toEqual([]);
+  }, 60_000);
+
+  it('names its server from the request, or from BASE_URL', async () => {
+    expect(doc.servers).toEqual([{ url: 'http://nonsense.test:8080', description: 'This service' }]);
+    const configured = await createTestApp({ env: { BASE_URL: 'https://nonsense.example.org' } });
+    try {
+      expect((await configured.app.inject('/openapi.json')).json().servers[0].url).toBe('https://nonsense.example.org');
+      expect((await configured.app.inject('/docs/json')).json().servers[0].url).toBe('https://nonsense.example.org');
+    } finally {
+      await configured.close();
+    }
+  });
+
+  it('gives every operation a summary and an operationId, and every admin operation the bearer scheme', () => {
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    for (const { url, method, op } of operations()) {
+      expect(op.summary, `${method} ${url}`).toMatch(/\w/);
+      expect(op.operationId, `${method} ${url}`).toMatch(/^[a-z][A-Za-z0-9]+$/);
+      if (url.startsWith('/api/v1/admin/')) {
+        expect(op.security, `${method} ${url}`).toEqual([{ bearerAuth: [] }]);
+        expect(op.responses['401'], `${method} ${url}`).toBeDefined();
+      } else expect(op.security, `${method} ${url}`).toBeUndefined();
+    }
+    expect(doc.security).toEqual([]);
+    expect(operations().filter(({ url }) => url.startsWith('/api/v1/admin/'))).toHaveLength(13);
+  });
+
+  it('documents the export exactly: media types, schemas, an enum and integers', () => {
+    const exportOp = doc.paths['/api/v1/nonsense']!.get!;
+    const content = exportOp.responses['200']!.content!;
+    expect(Object.keys(content).sort()).toEqual(['application/json', 'text/csv', 'text/plain']);
+    expect(content['application/json']!.schema).toMatchObject({ type: 'array', items: { type: 'object', required: ['uuid', 'nonsense', 'timestamp'] } });
+    expect(content['text/csv']!.schema).toMatchObject({ type: 'string', contentMediaType: 'text/csv' });
+    const parameter = (name: string) => exportOp.parameters!.find((p) => p.name === name)!.schema;
+    expect(parameter('format')).toMatchObject({ type: 'string', enum: ['csv', 'json', 'txt'], default: 'csv' });
+    expect(parameter('after')).toMatchObject({ type: 'integer', minimum: 0 });
+    expect(parameter('before')).toMatchObject({ type: 'integer', minimum: 0 });
+    expect(parameter('q')).toMatchObject({ type: 'string', maxLength: 200 });
+  });
+
+  it('documents the share image as its own path, and errors as problem+json', () => {
+    const png = doc.paths['/api/v1/nonsense/{id}.png']!.get!;
+    expect(Object.keys(png.responses['200']!.content!)).toEqual(['image/png']);
+    expect(Object.keys(doc.paths['/api/v1/nonsense/{id}']!.get!.responses['200']!.content!)).toEqual(['application/json']);
+    expect(png.responses['404']!.content!['application/problem+json']!.schema).toEqual({ $ref: '#/components/schemas/Problem' });
+    expect(doc.components.schemas.Problem).toMatchObject({ type: 'object', required: ['type', 'title', 'status', 'detail'] });
+  });
+
+  it('documents the OData interface with its media types', () => {
+    const service = doc.paths['/odata/v2']!.get!;
+    expect(Object.keys(service.responses['200']!.content!)).toEqual(['application/atomsvc+xml', 'application/json']);
+    expect(Object.keys(doc.paths['/odata/v2/$metadata']!.get!.responses['200']!.content!)).toEqual(['application/xml']);
+    expect(Object.keys(doc.paths['/odata/v2/nonsense_list']!.get!.responses['200']!.content!)).toEqual(['application/atom+xml', 'application/json']);
+    expect(doc.paths["/odata/v2/nonsense_list(guid'{uuid}')"]).toBeDefined();
+    expect(Object.keys(doc.paths).filter((url) => url.includes('*'))).toEqual([]);
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * The galaxy's background thread: it lays out a database that has no layout, places entries added
+ * afterwards within seconds while requests keep being answered, and stops on request.
+ */
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GalaxyBackground } from '../../src/services/galaxy/background.ts';
+import { createTestApp, entry, type TestContext } from '../helper.ts';
+import { families } from './corpus.ts';
+
+describe('the galaxy background thread', () => {
+  let t: TestContext;
+  let background: GalaxyBackground;
+  const rounds: string[] = [];
+  const texts = families(20, 8).map((f) => f.text);
+
+  beforeAll(async () => {
+    t = await createTestApp({ entries: texts.slice(0, 45).map((text) => entry(text)) });
+    background = new GalaxyBackground(t.config, pino({ level: 'silent' }), { intervalMs: 200, onRound: (action) => rounds.push(action) });
+    background.start();
+  });
+  afterAll(async () => {
+    await background.stop();
+    await t.close();
+  });
+
+  const uuids = async () => {
+    const res = await t.app.inject('/api/v1/nonsense/galaxy?format=json');
+    return res.statusCode === 200 ? res.json<{ uuid: string }[]>().map((s) => s.uuid) : [];
+  };
+
+  it('lays out the galaxy, then places new entries within seconds', async () => {
+    await expect.poll(uuids, { timeout: 30_000, interval: 250 }).toHaveLength(45);
+    expect(rounds).toContain('fitted');
+    const added = texts.slice(45, 48).map((text) => entry(text));
+    await t.storage.entries.insertEntries(added);
+    const since = Date.now();
+    await expect.poll(uuids, { timeout: 10_000, interval: 100 }).toEqual(expect.arrayContaining(added.map((e) => e.uuid)));
+    expect(Date.now() - since).toBeLessThan(5000);
+    expect(rounds).toContain('placed');
+  });
+
+  it('stops when asked', async () => {
+    await background.stop();
+    const count = rounds.length;
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(rounds.length).toBe(count);
+  });
+});
+
+describe('the galaxy background thread during a long layout', () => {
+  let t: TestContext;
+
+  beforeAll(async () => {
+    t = await createTestApp({ entries: families(800, 5).map((f) => entry(f.text)) });
+  });
+  afterAll(() => t.close());
+
+  it('ends the running layout at once when stopped (a shutdown does not wait for it)', async () => {
+    const messages: string[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => messages.push((JSON.parse(line) as { msg: string }).msg) });
+    const background = new GalaxyBackground(t.config, log, { intervalMs: 200 });
+    background.start();
+    await expect.poll(() => messages, { timeout: 20_000, interval: 20 }).toContain('galaxy refit started');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const asked = Date.now();
+    await background.stop();
+    expect(Date.now() - asked).toBeLessThan(2000);
+    expect(messages).not.toContain('galaxy refit done');
+    expect(messages.filter((m) => /failed/.test(m))).toEqual([]);
+    // Nothing became current: the endpoint still waits for its first layout.
+    expect((await t.app.inject('/api/v1/nonsense/galaxy')).statusCode).toBe(503);
+  });
+});

@@ -1,0 +1,52 @@
+/**
+ * The galaxy's bodies: from the in-memory snapshot and streamed from the database (a galaxy too big
+ * to hold), byte for byte the same, with hidden and deleted entries left out at once by both.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GalaxyComputer } from '../../src/services/galaxy/compute.ts';
+import { GalaxyBodies, type GalaxyView } from '../../src/services/galaxy/serve.ts';
+import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+import { families } from './corpus.ts';
+
+async function text(view: GalaxyView, format: 'csv' | 'json'): Promise<string> {
+  const body = view.body(format);
+  if (body instanceof Promise) return (await body).toString();
+  let out = '';
+  for await (const chunk of body) out += chunk;
+  return out;
+}
+
+describe('galaxy bodies', () => {
+  let t: TestContext;
+  const entries = families(10, 4).map((f) => entry(f.text));
+
+  beforeAll(async () => {
+    t = await createTestApp({ entries, revisionMaxAgeMs: 0 });
+    await new GalaxyComputer(t.database).run();
+  });
+  afterAll(() => t.close());
+
+  it('are the same from memory and streamed, before and after entries are hidden and deleted', async () => {
+    const revision = () => t.storage.cache.current();
+    const held = new GalaxyBodies(t.storage.galaxy, revision);
+    const streamed = new GalaxyBodies(t.storage.galaxy, revision, 0);
+    const compare = async (count: number) => {
+      const layout = (await t.storage.galaxy.layout())!;
+      const [a, b] = [await held.view(layout), await streamed.view(layout)];
+      expect(a.tag).toBe(b.tag);
+      for (const format of ['csv', 'json'] as const) expect(await text(a, format)).toBe(await text(b, format));
+      expect((await text(a, 'csv')).trim().split('\r\n')).toHaveLength(count + 1);
+      expect(JSON.parse(await text(a, 'json'))).toHaveLength(count);
+      return a.tag;
+    };
+    const first = await compare(30);
+    await setState(t.storage, entries[3]!.uuid, 'hidden');
+    await t.storage.entries.remove(entries[7]!.uuid, 'test');
+    const second = await compare(28);
+    expect(second).not.toBe(first);
+    for (const e of entries) if (e !== entries[7]) await setState(t.storage, e.uuid, 'hidden');
+    await compare(0);
+    const layout = (await t.storage.galaxy.layout())!;
+    expect(await text(await held.view(layout), 'json')).toBe('[]');
+  });
+});

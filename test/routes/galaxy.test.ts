@@ -1,0 +1,157 @@
+/**
+ * GET /api/v1/nonsense/galaxy through HTTP, on both engines: 503 before the first layout, the CSV and
+ * JSON shapes the public galaxy pages read (parsed back with papaparse, as they do), hidden and
+ * deleted entries gone at once, ETags and 304, CORS, the 400 for other formats, the read budget and
+ * the OpenAPI document.
+ */
+import Papa from 'papaparse';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { GalaxyComputer } from '../../src/services/galaxy/compute.ts';
+import { createStorage } from '../../src/storage/index.ts';
+import { families } from '../galaxy/corpus.ts';
+import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+
+const HEADER = ['uuid', 'umap_dim_0', 'umap_dim_1', 'umap_dim_2', 'point_size'];
+
+describe('GET /api/v1/nonsense/galaxy', () => {
+  let t: TestContext;
+  const entries = families(12, 3).map((f) => entry(f.text));
+  const get = (query = '', headers: Record<string, string> = {}) => t.app.inject({ url: `/api/v1/nonsense/galaxy${query}`, headers });
+
+  beforeAll(async () => {
+    t = await createTestApp({ entries });
+  });
+  afterAll(() => t.close());
+
+  it('answers 503 with Retry-After and a clear detail before the first layout', async () => {
+    const res = await get();
+    expect(res.statusCode).toBe(503);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(res.json().detail).toMatch(/not been laid out yet.*nonsense galaxy/);
+  });
+
+  it('serves one CSV row per visible entry, with the header the galaxy pages expect', async () => {
+    await new GalaxyComputer(t.database).run();
+    const res = await get('', { origin: 'https://galaxy.example' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    expect(res.body.split('\r\n')[0]).toBe(HEADER.join(','));
+    const parsed = Papa.parse<Record<string, string>>(res.body.trim(), { header: true });
+    expect(parsed.errors).toEqual([]);
+    expect(parsed.meta.fields).toEqual(HEADER);
+    expect(parsed.data.map((row) => row.uuid).sort()).toEqual(entries.map((e) => e.uuid).sort());
+    for (const row of parsed.data) {
+      expect(row.uuid).toMatch(/^[0-9a-f-]{36}$/);
+      const [x, y, z, size] = HEADER.slice(1).map((field) => parseFloat(row[field]!));
+      for (const value of [x!, y!, z!]) {
+        expect(Number.isFinite(value)).toBe(true);
+        expect(Math.abs(value)).toBeLessThanOrEqual(10);
+      }
+      expect(size).toBeGreaterThanOrEqual(0.05);
+      expect(size).toBeLessThanOrEqual(0.6);
+    }
+    // Centred on zero and spread on every axis, as the pages' cameras expect.
+    for (const field of HEADER.slice(1, 4)) {
+      const values = parsed.data.map((row) => parseFloat(row[field]!));
+      const span = Math.max(...values) - Math.min(...values);
+      expect(span).toBeGreaterThan(10);
+      expect(span).toBeLessThanOrEqual(20);
+      expect(Math.abs((Math.max(...values) + Math.min(...values)) / 2)).toBeLessThan(2);
+    }
+  });
+
+  it('serves the same stars as JSON objects with numbers', async () => {
+    const csv = Papa.parse<Record<string, string>>((await get()).body.trim(), { header: true }).data;
+    const res = await get('?format=json');
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    const list = res.json<Record<string, unknown>[]>();
+    expect(list.map((star) => Object.keys(star))).toEqual(list.map(() => HEADER));
+    expect(list).toEqual(csv.map((row) => ({ uuid: row.uuid, ...Object.fromEntries(HEADER.slice(1).map((f) => [f, parseFloat(row[f]!)])) })));
+  });
+
+  it('answers 400 for any other format, naming the allowed ones', async () => {
+    for (const format of ['xml', 'txt', 'CSV', '']) {
+      const res = await get(`?format=${format}`);
+      expect(res.statusCode, format).toBe(400);
+      expect(res.json()).toMatchObject({ parameter: 'format', detail: `The parameter "format" must be one of: csv, json; got "${format}".` });
+    }
+  });
+
+  it('revalidates with its ETag, which changes when an entry is hidden or deleted (and the entry is gone at once)', async () => {
+    const first = await get();
+    const etag = first.headers.etag as string;
+    expect(etag).toMatch(/^"galaxy-/);
+    const again = await get('', { 'if-none-match': etag });
+    expect(again.statusCode).toBe(304);
+    expect(again.body).toBe('');
+    expect((await get('?format=json', { 'if-none-match': etag })).statusCode).toBe(200);
+
+    await setState(t.storage, entries[0]!.uuid, 'hidden');
+    await t.storage.entries.remove(entries[1]!.uuid, 'test');
+    const after = await get('', { 'if-none-match': etag });
+    expect(after.statusCode).toBe(200);
+    expect(after.headers.etag).not.toBe(etag);
+    expect(after.body).not.toContain(entries[0]!.uuid);
+    expect(after.body).not.toContain(entries[1]!.uuid);
+    expect(after.body.trim().split('\r\n')).toHaveLength(entries.length - 1);
+    await setState(t.storage, entries[0]!.uuid, 'visible');
+  });
+
+  it('shows entries added later once the computation placed them, under a new ETag', async () => {
+    const before = await get();
+    const added = entry('Breaking news: the sleepy kitten napped on the scratching post under the sofa. Typical.');
+    await t.storage.entries.insertEntries([added]);
+    expect((await get()).body).not.toContain(added.uuid);
+    expect((await new GalaxyComputer(t.database).run()).action).toBe('placed');
+    // The endpoint reads the layout row at most once a second, then the new layout in the background.
+    await expect.poll(async () => (await get()).body, { timeout: 5000, interval: 100 }).toContain(added.uuid);
+    expect((await get()).headers.etag).not.toBe(before.headers.etag);
+  });
+
+  it('is served alike by another instance of the same database, which computed nothing', async () => {
+    const database = await openDatabase(t.config.database);
+    const other = await buildApp({ config: t.config, storage: createStorage(database), logger: false });
+    try {
+      for (const format of ['csv', 'json']) {
+        const [mine, theirs] = [await get(`?format=${format}`), await other.inject(`/api/v1/nonsense/galaxy?format=${format}`)];
+        expect(theirs.statusCode).toBe(200);
+        expect(theirs.body).toBe(mine.body);
+        expect(theirs.headers.etag).toBe(mine.headers.etag);
+      }
+    } finally {
+      await other.close();
+      await database.close();
+    }
+  });
+
+  it('is not mistaken for an entry uuid, answers HEAD, and is in the OpenAPI document', async () => {
+    expect((await t.app.inject('/api/v1/nonsense/galaxy/')).statusCode).toBe(200);
+    const head = await t.app.inject({ method: 'HEAD', url: '/api/v1/nonsense/galaxy?format=json' });
+    expect(head.statusCode).toBe(200);
+    expect(head.headers['content-type']).toBe('application/json; charset=utf-8');
+    const doc = (await t.app.inject('/openapi.json')).json();
+    const operation = doc.paths['/api/v1/nonsense/galaxy'].get;
+    expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '304', '400', '503']));
+    expect(Object.keys(operation.responses['200'].content)).toEqual(['text/csv', 'application/json']);
+    expect(operation.parameters).toContainEqual(expect.objectContaining({ name: 'format', in: 'query' }));
+  });
+});
+
+describe('the galaxy and the read budget', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ env: { RATE_LIMIT_READ: '3/1m' } });
+  });
+  afterAll(() => t.close());
+
+  it('counts against RATE_LIMIT_READ', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await t.app.inject({ url: '/api/v1/nonsense/galaxy', remoteAddress: '192.0.2.77' })).statusCode);
+    expect(statuses).toEqual([503, 503, 503, 429]);
+  });
+});
