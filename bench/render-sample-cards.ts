@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { renderShareImage, type CustomEmojiImage } from '../src/formats/share-image/render.ts';
-import { cardText } from '../src/formats/share-image/text.ts';
+import { displayText } from '../src/domain/display-text.ts';
 import { sampleCardInput, samples } from '../test/formats/share-image-samples.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -41,7 +41,7 @@ const demoSamples = [
   { name: 'emojis', uuid: entries.find((e) => e.nonsense.startsWith(':blobcat: :ghosty: :rubberduck:'))!.uuid },
 ].map(({ name, uuid }) => {
   const entry = byUuid(uuid);
-  return { name, input: { text: cardText(entry.nonsense, variables, entry.uuid, appName), emojis, appName } };
+  return { name, input: { text: displayText(entry.nonsense, variables, entry.uuid, appName), emojis, appName } };
 });
 
 fs.mkdirSync(out, { recursive: true });

@@ -25,6 +25,7 @@ import exportRoutes from './routes/api/export.ts';
 import galaxyRoutes from './routes/api/galaxy.ts';
 import nonsenseRoutes from './routes/api/nonsense.ts';
 import reportRoutes from './routes/api/report.ts';
+import shareImageRoutes from './routes/api/share-image.ts';
 import healthRoutes from './routes/health.ts';
 import { isODataUrl, ODATA_PREFIX, sendODataError } from './routes/odata/errors.ts';
 import odataRoutes from './routes/odata/index.ts';
@@ -139,6 +140,7 @@ export async function buildApp({ config, storage, cards, logger }: AppOptions): 
   await app.register(
     async (api) => {
       await api.register(nonsenseRoutes);
+      await api.register(shareImageRoutes);
       await api.register(catalogRoutes);
       await api.register(exportRoutes);
       await api.register(galaxyRoutes);

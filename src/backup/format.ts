@@ -15,7 +15,7 @@
  * milliseconds. The parsers here check every field, so a damaged or hand-edited file is refused with
  * its line number instead of half-restored.
  */
-import { IMAGE_EXTENSIONS } from '../domain/images.ts';
+import { EMOJI_NAME, IMAGE_EXTENSIONS } from '../domain/emojis.ts';
 import { checkEntryText } from '../domain/text.ts';
 import { parseUuid } from '../domain/uuid.ts';
 import { isVariableName } from '../domain/variables.ts';
@@ -132,7 +132,6 @@ const isString = (v: unknown, max = 10_000): v is string => typeof v === 'string
 const orNull = <T>(check: (v: unknown) => v is T) => (v: unknown): v is T | null => v === null || check(v);
 const HEX64 = /^[0-9a-f]{64}$/;
 const LABEL = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
-const EMOJI_NAME = /^[a-z0-9_]{2,32}$/;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** expectFields checks each named field of a record with its test, naming the first that fails. */

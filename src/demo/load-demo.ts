@@ -5,13 +5,15 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sniffImageType } from '../domain/images.ts';
+import { EMOJI_NAME_SOURCE, sniffImageType } from '../domain/emojis.ts';
 import { checkEntryText } from '../domain/text.ts';
 import { parseUuid } from '../domain/uuid.ts';
 import { isVariableName } from '../domain/variables.ts';
 import type { NewEntry } from '../storage/entries.ts';
 import type { Storage } from '../storage/index.ts';
 import type { ServerVariable } from '../storage/variables.ts';
+
+const DEMO_EMOJI_FILE = new RegExp(`^${EMOJI_NAME_SOURCE}\\.(png|gif|webp)$`);
 
 export const DEMO_DIR = fileURLToPath(new URL('../../demo/', import.meta.url));
 
@@ -60,7 +62,7 @@ function parseEntries(data: unknown): NewEntry[] {
 }
 
 async function readEmojis(dir: string) {
-  const files = (await fs.readdir(dir)).filter((f) => /^[a-z0-9_]{2,32}\.(png|gif|webp)$/.test(f)).sort();
+  const files = (await fs.readdir(dir)).filter((f) => DEMO_EMOJI_FILE.test(f)).sort();
   return Promise.all(
     files.map(async (file) => {
       const image = new Uint8Array(await fs.readFile(path.join(dir, file)));

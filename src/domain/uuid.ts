@@ -5,3 +5,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function parseUuid(value: string): string | null {
   return value.length === 36 && UUID.test(value) ? value.toLowerCase() : null;
 }
+
+/**
+ * uuidSegment splits a path segment that the schema accepted (a UUID, perhaps with an extension) into
+ * its lower-case UUID and its extension as written (`''` when there is none).
+ */
+export function uuidSegment(segment: string): { uuid: string; extension: string } {
+  const dot = segment.indexOf('.');
+  return dot === -1 ? { uuid: segment.toLowerCase(), extension: '' } : { uuid: segment.slice(0, dot).toLowerCase(), extension: segment.slice(dot) };
+}

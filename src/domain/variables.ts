@@ -67,11 +67,18 @@ export interface Substitution {
   hasVariables: boolean;
 }
 
-/** substitute replaces the server variables of `raw` in one pass; see the module comment. */
-export function substitute(raw: string, variables: ServerVariables, pick: PickIndex = mathRandomPick): Substitution {
+/**
+ * eachServerVariable walks `raw` as `substitute` reads it (see the module comment): for each server
+ * variable it calls `visit` with the literal text before it and the variable's values. It returns the
+ * literal text after the last one, and whether `raw` contains any known variable (server or client).
+ */
+function eachServerVariable(
+  raw: string,
+  variables: ServerVariables,
+  visit: (literal: string, values: readonly string[]) => void,
+): { rest: string; hasVariables: boolean } {
   let at = raw.indexOf('$');
-  if (at === -1) return { text: raw, hasVariables: false };
-  let out = '';
+  if (at === -1) return { rest: raw, hasVariables: false };
   let copiedUpTo = 0;
   let hasVariables = false;
   while (at !== -1) {
@@ -81,7 +88,7 @@ export function substitute(raw: string, variables: ServerVariables, pick: PickIn
       const token = match[0];
       const values = variables.get(token);
       if (values !== undefined && values.length > 0) {
-        out += raw.slice(copiedUpTo, at) + values[pick(values.length)];
+        visit(raw.slice(copiedUpTo, at), values);
         copiedUpTo = at + token.length;
         hasVariables = true;
         at = raw.indexOf('$', copiedUpTo);
@@ -95,7 +102,16 @@ export function substitute(raw: string, variables: ServerVariables, pick: PickIn
     }
     at = raw.indexOf('$', at + 1);
   }
-  return { text: out + raw.slice(copiedUpTo), hasVariables };
+  return { rest: raw.slice(copiedUpTo), hasVariables };
+}
+
+/** substitute replaces the server variables of `raw` in one pass; see the module comment. */
+export function substitute(raw: string, variables: ServerVariables, pick: PickIndex = mathRandomPick): Substitution {
+  let out = '';
+  const { rest, hasVariables } = eachServerVariable(raw, variables, (literal, values) => {
+    out += literal + values[pick(values.length)];
+  });
+  return { text: out + rest, hasVariables };
 }
 
 /**
@@ -128,31 +144,7 @@ export interface VariableParts {
  */
 export function splitVariables(raw: string, variables: ServerVariables): VariableParts {
   const parts: (string | readonly string[])[] = [];
-  let at = raw.indexOf('$');
-  if (at === -1) return { parts: [raw], hasVariables: false };
-  let copiedUpTo = 0;
-  let hasVariables = false;
-  while (at !== -1) {
-    TOKEN_AT.lastIndex = at;
-    const match = TOKEN_AT.exec(raw);
-    if (match) {
-      const token = match[0];
-      const values = variables.get(token);
-      if (values !== undefined && values.length > 0) {
-        parts.push(raw.slice(copiedUpTo, at), values);
-        copiedUpTo = at + token.length;
-        hasVariables = true;
-        at = raw.indexOf('$', copiedUpTo);
-        continue;
-      }
-      if (CLIENT_NAMES.has(token)) {
-        hasVariables = true;
-        at = raw.indexOf('$', at + token.length);
-        continue;
-      }
-    }
-    at = raw.indexOf('$', at + 1);
-  }
-  parts.push(raw.slice(copiedUpTo));
+  const { rest, hasVariables } = eachServerVariable(raw, variables, (literal, values) => parts.push(literal, values));
+  parts.push(rest);
   return { parts, hasVariables };
 }

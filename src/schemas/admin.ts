@@ -3,7 +3,7 @@
  * document it, like schemas/api.ts for the public API.
  */
 import { Type } from 'typebox';
-import { IMAGE_EXTENSIONS } from '../domain/images.ts';
+import { EMOJI_NAME_PATTERN, IMAGE_EXTENSIONS } from '../domain/emojis.ts';
 import { REPORT_REASONS, type ReportReason } from '../domain/reports.ts';
 import { MAX_SEARCH_LENGTH } from '../domain/search-text.ts';
 import { Nullable, StringEnum, TimestampInput, UuidInput } from './api.ts';
@@ -13,7 +13,6 @@ import { EXPECTS } from './validator.ts';
 export const MAX_DESCRIPTION_LENGTH = 500;
 export const MAX_VARIABLE_VALUES = 500;
 export const MAX_VALUE_LENGTH = 200;
-export const EMOJI_NAME_PATTERN = '^[a-z0-9_]{2,32}$';
 
 const ENTRY_STATES = ['visible', 'hidden'] as const;
 const REPORT_STATUSES = ['open', 'accepted', 'dismissed'] as const;

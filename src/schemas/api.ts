@@ -4,6 +4,7 @@
  * carry `x-expects` (schemas/validator.ts): the words an error message uses for what is accepted.
  */
 import { Type, type Static, type TSchema } from 'typebox';
+import { EMOJI_NAME_PATTERN } from '../domain/emojis.ts';
 import { EXPORT_FORMATS, type ExportFormat } from '../domain/export-params.ts';
 import { REPORT_REASONS, type ReportReason } from '../domain/reports.ts';
 import { MAX_SEARCH_LENGTH } from '../domain/search-text.ts';
@@ -86,7 +87,7 @@ export const Status = Type.Object(
 
 export const Emoji = Type.Object(
   {
-    name: Type.String({ pattern: '^[a-z0-9_]{2,32}$' }),
+    name: Type.String({ pattern: EMOJI_NAME_PATTERN }),
     code: Type.String({ description: 'How the emoji is written in texts, e.g. `:blobcat:`.' }),
     url: Type.String({ format: 'uri', description: 'Absolute URL of the image.' }),
   },

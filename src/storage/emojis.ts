@@ -2,8 +2,8 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
-import { recordAction } from './moderation-log.ts';
-import { bumpRevision, writeTransaction, type RevisionCache } from './revision.ts';
+import { NamedRows, type NamedRow } from './named-rows.ts';
+import type { RevisionCache } from './revision.ts';
 import { compareCodePoints } from './variables.ts';
 
 export interface EmojiInfo {
@@ -16,11 +16,10 @@ export interface EmojiImage extends EmojiInfo {
   image: Uint8Array;
 }
 
-export class EmojiStore {
-  constructor(
-    private readonly db: Kysely<DB>,
-    private readonly cache: RevisionCache,
-  ) {}
+export class EmojiStore extends NamedRows<'emojis'> {
+  constructor(db: Kysely<DB>, cache: RevisionCache) {
+    super(db, cache, 'emojis', 'emoji');
+  }
 
   /** list returns every emoji (without its image), sorted by name. */
   async list(): Promise<readonly EmojiInfo[]> {
@@ -43,52 +42,17 @@ export class EmojiStore {
   }
 
   /** insertMissing adds the emojis whose name does not exist yet; returns how many it added. */
-  async insertMissing(emojis: readonly { name: string; contentType: string; image: Uint8Array }[]): Promise<number> {
-    const added = await this.db.transaction().execute(async (trx) => {
-      let count = 0;
-      for (const emoji of emojis) {
-        const result = await trx
-          .insertInto('emojis')
-          .values({
-            name: emoji.name,
-            content_type: emoji.contentType,
-            image: emoji.image,
-            sha256: createHash('sha256').update(emoji.image).digest('hex'),
-            updated_at: Date.now(),
-          })
-          .onConflict((oc) => oc.column('name').doNothing())
-          .executeTakeFirst();
-        count += Number(result.numInsertedOrUpdatedRows ?? 0);
-      }
-      if (count > 0) await bumpRevision(trx);
-      return count;
-    });
-    if (added > 0) this.cache.invalidate();
-    return added;
+  insertMissing(emojis: readonly { name: string; contentType: string; image: Uint8Array }[]): Promise<number> {
+    return this.insertMissingRows(emojis.map((emoji) => ({ name: emoji.name, ...imageRow(emoji.contentType, emoji.image) })));
   }
 
   /** put creates or replaces an emoji image (already checked); tells which it did. */
-  async put(name: string, contentType: string, image: Uint8Array, actor: string): Promise<'created' | 'updated'> {
-    const sha256 = createHash('sha256').update(image).digest('hex');
-    const outcome = await writeTransaction(this.db, this.cache, async (trx) => {
-      const exists = await trx.selectFrom('emojis').select('name').where('name', '=', name).executeTakeFirst();
-      const row = { content_type: contentType, image, sha256, updated_at: Date.now() };
-      if (exists) await trx.updateTable('emojis').set(row).where('name', '=', name).execute();
-      else await trx.insertInto('emojis').values({ name, ...row }).execute();
-      await recordAction(trx, actor, 'emoji.put', name, { contentType, bytes: image.byteLength, sha256 });
-      return exists ? ('updated' as const) : ('created' as const);
-    });
-    return outcome!;
+  put(name: string, contentType: string, image: Uint8Array, actor: string): Promise<'created' | 'updated'> {
+    const row = imageRow(contentType, image);
+    return this.putRow(name, row, actor, { contentType, bytes: image.byteLength, sha256: row.sha256 });
   }
+}
 
-  /** remove deletes an emoji; false when there was none. */
-  async remove(name: string, actor: string): Promise<boolean> {
-    const removed = await writeTransaction(this.db, this.cache, async (trx) => {
-      const result = await trx.deleteFrom('emojis').where('name', '=', name).executeTakeFirst();
-      if (Number(result.numDeletedRows) === 0) return undefined;
-      await recordAction(trx, actor, 'emoji.delete', name);
-      return true;
-    });
-    return removed === true;
-  }
+function imageRow(contentType: string, image: Uint8Array): NamedRow<'emojis'> {
+  return { content_type: contentType, image, sha256: createHash('sha256').update(image).digest('hex'), updated_at: Date.now() };
 }

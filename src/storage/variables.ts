@@ -2,8 +2,8 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import type { ServerVariables } from '../domain/variables.ts';
-import { recordAction } from './moderation-log.ts';
-import { bumpRevision, writeTransaction, type RevisionCache } from './revision.ts';
+import { NamedRows, type NamedRow } from './named-rows.ts';
+import type { RevisionCache } from './revision.ts';
 
 export interface ServerVariable {
   name: string;
@@ -11,11 +11,10 @@ export interface ServerVariable {
   values: string[];
 }
 
-export class VariableStore {
-  constructor(
-    private readonly db: Kysely<DB>,
-    private readonly cache: RevisionCache,
-  ) {}
+export class VariableStore extends NamedRows<'variables'> {
+  constructor(db: Kysely<DB>, cache: RevisionCache) {
+    super(db, cache, 'variables', 'variable');
+  }
 
   /** list returns every server variable, sorted by name. */
   async list(): Promise<readonly ServerVariable[]> {
@@ -40,52 +39,18 @@ export class VariableStore {
   }
 
   /** insertMissing adds the variables whose name does not exist yet; returns how many it added. */
-  async insertMissing(variables: readonly ServerVariable[]): Promise<number> {
-    const added = await this.db.transaction().execute(async (trx) => {
-      let count = 0;
-      for (const variable of variables) {
-        const result = await trx
-          .insertInto('variables')
-          .values({
-            name: variable.name,
-            description: variable.description,
-            values_json: JSON.stringify(variable.values),
-            updated_at: Date.now(),
-          })
-          .onConflict((oc) => oc.column('name').doNothing())
-          .executeTakeFirst();
-        count += Number(result.numInsertedOrUpdatedRows ?? 0);
-      }
-      if (count > 0) await bumpRevision(trx);
-      return count;
-    });
-    if (added > 0) this.cache.invalidate();
-    return added;
+  insertMissing(variables: readonly ServerVariable[]): Promise<number> {
+    return this.insertMissingRows(variables.map((variable) => ({ name: variable.name, ...variableRow(variable) })));
   }
 
   /** put creates or replaces a server variable; tells which it did. */
-  async put(variable: ServerVariable, actor: string): Promise<'created' | 'updated'> {
-    const outcome = await writeTransaction(this.db, this.cache, async (trx) => {
-      const exists = await trx.selectFrom('variables').select('name').where('name', '=', variable.name).executeTakeFirst();
-      const row = { description: variable.description, values_json: JSON.stringify(variable.values), updated_at: Date.now() };
-      if (exists) await trx.updateTable('variables').set(row).where('name', '=', variable.name).execute();
-      else await trx.insertInto('variables').values({ name: variable.name, ...row }).execute();
-      await recordAction(trx, actor, 'variable.put', variable.name, { description: variable.description, values: variable.values });
-      return exists ? ('updated' as const) : ('created' as const);
-    });
-    return outcome!;
+  put(variable: ServerVariable, actor: string): Promise<'created' | 'updated'> {
+    return this.putRow(variable.name, variableRow(variable), actor, { description: variable.description, values: variable.values });
   }
+}
 
-  /** remove deletes a server variable; false when there was none. */
-  async remove(name: string, actor: string): Promise<boolean> {
-    const removed = await writeTransaction(this.db, this.cache, async (trx) => {
-      const result = await trx.deleteFrom('variables').where('name', '=', name).executeTakeFirst();
-      if (Number(result.numDeletedRows) === 0) return undefined;
-      await recordAction(trx, actor, 'variable.delete', name);
-      return true;
-    });
-    return removed === true;
-  }
+function variableRow(variable: ServerVariable): NamedRow<'variables'> {
+  return { description: variable.description, values_json: JSON.stringify(variable.values), updated_at: Date.now() };
 }
 
 /** compareCodePoints orders strings by Unicode code point, the order every list of the API uses. */

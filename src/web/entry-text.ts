@@ -2,9 +2,9 @@
  * An entry's text as the site shows it: escaped, line breaks kept (by CSS), custom emojis as inline
  * images of the service's own emoji files, and optionally the search term marked.
  */
-import { IMAGE_EXTENSIONS, type ImageType } from '../domain/images.ts';
+import { CLIENT_VARIABLE_WORDS } from '../domain/display-text.ts';
+import { IMAGE_EXTENSIONS, scanCustomEmojis, type ImageType } from '../domain/emojis.ts';
 import type { ServerVariables } from '../domain/variables.ts';
-import { CLIENT_VARIABLE_WORDS, scanCustomEmojis } from '../formats/share-image/text.ts';
 import type { Storage } from '../storage/index.ts';
 import { escapeHtml, trusted, type SafeHtml } from './html.ts';
 

@@ -4,8 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { badgeLetter } from '../domain/display-text.ts';
+import { EMOJI_NAME_SOURCE } from '../domain/emojis.ts';
 import { notModified } from '../plugins/http-cache.ts';
-import { badgeLetter } from '../formats/share-image/card.ts';
 import { assetUrl } from './assets.ts';
 import { html, type SafeHtml } from './html.ts';
 
@@ -35,7 +36,7 @@ export interface PageOptions {
   /** The navigation item to mark as the current page. */
   current: Section;
   main: SafeHtml;
-  /** Static script files, loaded deferred. */
+  /** Static script files, loaded deferred, after common.js (what they share). */
   scripts?: readonly string[];
   description?: string;
   /** data-* attributes of <body>: settings for the scripts (never markup). */
@@ -46,7 +47,8 @@ export interface PageOptions {
 export function page({ title, appName, current, main, scripts = [], description, data = {} }: PageOptions): string {
   const navItem = (section: Section, href: string, label: string) =>
     html`<li><a href="${href}"${current === section ? html` aria-current="page"` : ''}>${label}</a></li>`;
-  const attributes = Object.entries(data).map(([key, value]) => html` data-${key}="${value}"`);
+  // Every page states the emoji name grammar for its scripts, so that it is written once (domain/emojis.ts).
+  const attributes = Object.entries({ ...data, 'emoji-name': EMOJI_NAME_SOURCE }).map(([key, value]) => html` data-${key}="${value}"`);
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -57,7 +59,7 @@ export function page({ title, appName, current, main, scripts = [], description,
 ${description ? html`<meta name="description" content="${description}">` : ''}
 <link rel="icon" href="${assetUrl('icon.svg')}" type="image/svg+xml">
 <link rel="stylesheet" href="${assetUrl('site.css')}">
-${scripts.map((file) => html`<script src="${assetUrl(file)}" defer></script>\n`)}</head>
+${(scripts.length > 0 ? ['common.js', ...scripts] : []).map((file) => html`<script src="${assetUrl(file)}" defer></script>\n`)}</head>
 <body${attributes}>
 <a class="skip-link" href="#main">Skip to content</a>
 <header class="site-header">

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CustomEmojiImage, ShareCardInput } from '../../src/formats/share-image/render.ts';
-import { cardText } from '../../src/formats/share-image/text.ts';
+import { displayText } from '../../src/domain/display-text.ts';
 
 export interface Sample {
   /** File name in docs/cards/, without `.png`. */
@@ -32,5 +32,5 @@ export function sampleCardInput(sample: Sample): ShareCardInput {
   const emojis = new Map<string, CustomEmojiImage>(
     (sample.emojis ?? []).map((name) => [name, { contentType: 'image/png', image: fs.readFileSync(path.join(root, 'demo/emojis', `${name}.png`)) }]),
   );
-  return { text: cardText(sample.text, new Map(), SAMPLE_UUID, APP_NAME), emojis, appName: APP_NAME };
+  return { text: displayText(sample.text, new Map(), SAMPLE_UUID, APP_NAME), emojis, appName: APP_NAME };
 }

@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { badgeLetter, CARD_HEIGHT, CARD_WIDTH, TEXT_BOX } from '../../src/formats/share-image/card.ts';
+import { CARD_HEIGHT, CARD_WIDTH, TEXT_BOX } from '../../src/formats/share-image/card.ts';
 import sharp from 'sharp';
 import satori from 'satori';
 import { cardFonts } from '../../src/formats/share-image/fonts.ts';
 import { fitTextSize as fitText, RenderCancelled, renderShareImage, renderShareSvg, withEmojiGlyphs, type CustomEmojiImage } from '../../src/formats/share-image/render.ts';
 import { textDirection, textScripts, type TextScripts } from '../../src/formats/share-image/scripts.ts';
-import { CLIENT_VARIABLE_WORDS, cardText, customEmojiNames, scanCustomEmojis } from '../../src/formats/share-image/text.ts';
+import { badgeLetter, CLIENT_VARIABLE_WORDS, displayText } from '../../src/domain/display-text.ts';
+import { customEmojiNames, scanCustomEmojis } from '../../src/domain/emojis.ts';
 import { twemojiDataUri, twemojiFileName } from '../../src/formats/share-image/twemoji.ts';
 
 const demoEmoji = (name: string): CustomEmojiImage => ({
@@ -192,20 +193,20 @@ describe('scripts', () => {
   });
 });
 
-describe('cardText', () => {
+describe('displayText', () => {
   const variables = new Map([
     ['$ANIMAL$', ['goose', 'beaver', 'capybara', 'hedgehog', 'llama', 'penguin']],
     ['$ODD$', ['a $AUTHOR$ value']],
   ]);
 
   it('replaces the client-side variables with neutral words and the service name', () => {
-    expect(cardText('So $AUTHOR$ posted in $CHANNEL$ on $SERVER$ via ${app_name}.', variables, 'u', 'Quirk Hub')).toBe(
+    expect(displayText('So $AUTHOR$ posted in $CHANNEL$ on $SERVER$ via ${app_name}.', variables, 'u', 'Quirk Hub')).toBe(
       `So ${CLIENT_VARIABLE_WORDS.$AUTHOR$} posted in ${CLIENT_VARIABLE_WORDS.$CHANNEL$} on ${CLIENT_VARIABLE_WORDS.$SERVER$} via Quirk Hub.`,
     );
   });
 
   it('capitalises a neutral word that starts a sentence, and only that', () => {
-    const card = (raw: string) => cardText(raw, variables, 'u', appName);
+    const card = (raw: string) => displayText(raw, variables, 'u', appName);
     expect(card('$AUTHOR$ waved.')).toBe('Someone waved.');
     expect(card('  "$SERVER$ is closed," said $AUTHOR$.')).toBe('  "This server is closed," said someone.');
     expect(card('Hi. $CHANNEL$ wins! $AUTHOR$? $AUTHOR$… $AUTHOR$')).toBe('Hi. This channel wins! Someone? Someone… Someone');
@@ -218,15 +219,15 @@ describe('cardText', () => {
 
   it('picks server values by the UUID: the same entry always reads the same', () => {
     const raw = '$ANIMAL$ $ANIMAL$ $ANIMAL$ $ANIMAL$ $ANIMAL$ $ANIMAL$';
-    const a = cardText(raw, variables, '8acee36d-429e-4d93-bea6-f7924f1e6ba5', appName);
-    expect(cardText(raw, variables, '8acee36d-429e-4d93-bea6-f7924f1e6ba5', appName)).toBe(a);
+    const a = displayText(raw, variables, '8acee36d-429e-4d93-bea6-f7924f1e6ba5', appName);
+    expect(displayText(raw, variables, '8acee36d-429e-4d93-bea6-f7924f1e6ba5', appName)).toBe(a);
     for (const word of a.split(' ')) expect(variables.get('$ANIMAL$')).toContain(word);
     const others = ['c4c7499d-8a06-4e49-9bf4-912aefe677cf', '46e4087a-c7b9-44fa-97d9-fbfd86d62295', 'a25b207a-881d-47cf-b7a9-5f69b624a105'];
-    expect(others.some((uuid) => cardText(raw, variables, uuid, appName) !== a)).toBe(true);
+    expect(others.some((uuid) => displayText(raw, variables, uuid, appName) !== a)).toBe(true);
   });
 
   it('substitutes in one pass and normalises line breaks', () => {
-    expect(cardText('$ODD$\r\nnext\rlast', variables, 'u', appName)).toBe('a $AUTHOR$ value\nnext\nlast');
+    expect(displayText('$ODD$\r\nnext\rlast', variables, 'u', appName)).toBe('a $AUTHOR$ value\nnext\nlast');
   });
 });
 

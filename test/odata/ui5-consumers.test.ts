@@ -20,11 +20,11 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestContext } from '../helper.ts';
+import { skipWithout } from '../requirements.ts';
 import { consumerEntries, FIXTURE_VARIABLES } from './consumer-fixture.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
-const HAVE_CHROMIUM = fs.existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM) console.warn(`\n*** ${CHROMIUM} is missing: the datajs and UI5 ODataModel tests of the OData interface are SKIPPED (apt-get install chromium). ***\n`);
+const SKIP_BROWSER = skipWithout(`Chromium at ${CHROMIUM}`, fs.existsSync(CHROMIUM), 'apt-get install chromium');
 
 const UI5_SRC = path.resolve('node_modules/@openui5/sap.ui.core/src');
 const DATAJS = path.join(UI5_SRC, 'sap/ui/thirdparty/datajs.js');
@@ -225,7 +225,7 @@ describe('odata-csdl (OASIS CSDL XML to JSON) reads $metadata', () => {
   });
 });
 
-describe.skipIf(!HAVE_CHROMIUM)('datajs and the UI5 ODataModel in Chromium read the feed as the export', () => {
+describe.skipIf(SKIP_BROWSER)('datajs and the UI5 ODataModel in Chromium read the feed as the export', () => {
   let browser: Browser;
   let served = 0;
 

@@ -3,7 +3,7 @@ import { ODataRequestError } from '../../src/domain/odata/errors.ts';
 import { parseQueryOptions } from '../../src/domain/odata/query-options.ts';
 import { parseResourcePath } from '../../src/domain/odata/resource-path.ts';
 import { escapeAttribute, escapeText, xmlSafe } from '../../src/formats/odata/xml.ts';
-import { acceptedFormat } from '../../src/routes/odata/negotiate.ts';
+import { acceptedFormat } from '../../src/formats/odata/negotiate.ts';
 import { parseXml } from './atom-reader.ts';
 
 describe('XML escaping', () => {

@@ -3,6 +3,7 @@
  * Everything visual lives here; render.ts decides the font size and rasterises. The background is
  * its own tree: it never changes, so a render worker draws it once and lays each card over it.
  */
+import { badgeLetter } from '../../domain/display-text.ts';
 import { FONT_FAMILY } from './fonts.ts';
 import type { CardLocale } from './scripts.ts';
 
@@ -84,12 +85,6 @@ export function textNode(text: string, style: TextStyle, flow: TextFlow = { dire
   );
   if (flow.lang !== undefined) node.props.lang = flow.lang;
   return node;
-}
-
-/** badgeLetter is what the footer's badge shows: the first grapheme of the service name, upper-case. */
-export function badgeLetter(appName: string): string {
-  const [first] = new Intl.Segmenter('en', { granularity: 'grapheme' }).segment(appName.trim());
-  return first?.segment.toUpperCase() ?? '';
 }
 
 /** backgroundNode is the card's background alone: a deep indigo-to-violet gradient with a pink glow. */

@@ -13,7 +13,7 @@ import sharp from 'sharp';
 import { backgroundNode, CARD_HEIGHT, CARD_WIDTH, cardNode, TEXT_BOX, TEXT_KEY, textNode, type ElementNode, type TextFlow, type TextStyle } from './card.ts';
 import { cardFonts } from './fonts.ts';
 import { textScripts, type ScriptFace } from './scripts.ts';
-import { scanCustomEmojis } from './text.ts';
+import { scanCustomEmojis } from '../../domain/emojis.ts';
 import { twemojiDataUri } from './twemoji.ts';
 
 export { CARD_DESIGN_VERSION } from './card.ts';
@@ -25,7 +25,7 @@ export interface CustomEmojiImage {
 }
 
 export interface ShareCardInput {
-  /** The text to show, variables already substituted (see cardText). */
+  /** The text to show, variables already substituted (see displayText). */
   text: string;
   /** Custom emojis by name; `:name:` in the text is drawn from these images. */
   emojis: ReadonlyMap<string, CustomEmojiImage>;

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { imageSize } from 'image-size';
 import { Type } from 'typebox';
-import { sniffImageType, type ImageType } from '../../domain/images.ts';
+import { sniffImageType, type ImageType } from '../../domain/emojis.ts';
 import { checkLine } from '../../domain/text.ts';
 import { serverVariableProblem } from '../../domain/variables.ts';
 import { badRequest, requireBodyType, requireJson, notFound } from '../../plugins/problem.ts';

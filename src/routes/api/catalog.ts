@@ -1,13 +1,16 @@
 /** Public reference lists: custom emojis (with their images) and variables. */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { IMAGE_EXTENSIONS, type ImageType } from '../../domain/images.ts';
+import { EMOJI_NAME_SOURCE, IMAGE_EXTENSIONS, type ImageType } from '../../domain/emojis.ts';
 import { CLIENT_VARIABLES } from '../../domain/variables.ts';
 import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { notFound } from '../../plugins/problem.ts';
 import { Emoji, EmojiImageParams, NOT_MODIFIED, problemResponses, Variable } from '../../schemas/api.ts';
 import { compareCodePoints } from '../../storage/variables.ts';
 import { baseUrlOf } from '../../plugins/links.ts';
+
+/** An emoji image's file name: `<name>.<extension>`. */
+const EMOJI_FILE = new RegExp(`^(${EMOJI_NAME_SOURCE})\\.([a-z]+)$`);
 
 const Binary = (type: string) => Type.Unsafe<Buffer>({ type: 'string', contentMediaType: type });
 
@@ -52,7 +55,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const match = /^([a-z0-9_]{2,32})\.([a-z]+)$/.exec(request.params.file);
+      const match = EMOJI_FILE.exec(request.params.file);
       const emoji = match ? await emojis.find(match[1]!) : null;
       if (match === null || emoji === null) throw notFound(`No custom emoji image is at ${request.params.file.slice(0, 60)}; see /api/v1/emojis.`);
       const extension = IMAGE_EXTENSIONS[emoji.contentType as ImageType];

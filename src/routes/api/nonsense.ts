@@ -7,7 +7,7 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { Type } from 'typebox';
+import { uuidSegment } from '../../domain/uuid.ts';
 import { mathRandomPick } from '../../domain/variables.ts';
 import { ENTRY_JSON_TYPE, EntryJsonTemplate, entryJsonEncoder } from '../../formats/entry.ts';
 import { watchCache } from '../../metrics/registry.ts';
@@ -15,19 +15,14 @@ import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { notFound } from '../../plugins/problem.ts';
 import { Entry, EntryPathParams, NOT_MODIFIED, problemResponses, Status } from '../../schemas/api.ts';
 import { EntryCache, type PreparedEntry } from '../../storage/entry-cache.ts';
-import { sendShareImage } from './share-image.ts';
-
-const ShareImage = Type.Unsafe<Buffer>({ type: 'string', contentMediaType: 'image/png', description: 'A 1200×630 PNG.' });
 
 /**
- * withoutExtension is the lower-case UUID of a path segment the schema accepted: a UUID, perhaps with
- * an extension. `.png` has its own route, so an extension here (`.jpg`, `.PNG`, or `.png.png` on the
- * image route) is a 404: share images exist as PNG only.
+ * entryUuid is the lower-case UUID of the path segment. `.png` has its own route (share-image.ts), so
+ * any other extension (`.jpg`, `.PNG`) is a 404: share images exist as PNG only.
  */
-function withoutExtension(id: string): string {
-  const dot = id.indexOf('.');
-  const uuid = (dot === -1 ? id : id.slice(0, dot)).toLowerCase();
-  if (dot !== -1) throw notFound(`Share images exist as PNG only: use /api/v1/nonsense/${uuid}.png.`);
+function entryUuid(id: string): string {
+  const { uuid, extension } = uuidSegment(id);
+  if (extension !== '') throw notFound(`Share images exist as PNG only: use /api/v1/nonsense/${uuid}.png.`);
   return uuid;
 }
 
@@ -121,7 +116,7 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     (request, reply) => {
-      const uuid = withoutExtension(request.params.id);
+      const uuid = entryUuid(request.params.id);
       const snapshot = entryCache.snapshotNow();
       if (snapshot !== null) {
         const i = snapshot.find(uuid);
@@ -134,26 +129,6 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (!notModified(request, reply, tagOf(found.revision), 'no-cache')) sendEntry(reply, found.entry);
       });
     },
-  );
-
-  app.get(
-    '/nonsense/:id.png',
-    {
-      schema: {
-        summary: "An entry's share image",
-        description:
-          'A 1200×630 PNG card of the entry (the Open Graph size): the same entry version always gives the same bytes. ' +
-          '`ETag` and `Cache-Control: public, max-age=86400`. Rate-limited per address (RATE_LIMIT_IMAGE).',
-        tags: ['entries'],
-        params: EntryPathParams,
-        response: {
-          200: { description: 'The share image', content: { 'image/png': { schema: ShareImage } } },
-          ...NOT_MODIFIED,
-          ...problemResponses(400, 404),
-        },
-      },
-    },
-    async (request, reply) => sendShareImage(request, reply, withoutExtension(request.params.id)),
   );
 };
 

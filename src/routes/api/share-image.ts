@@ -4,13 +4,49 @@
  * one render for concurrent requests for the same card, refused with 503 when the pool is full.
  */
 import { Readable } from 'node:stream';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { uuidSegment } from '../../domain/uuid.ts';
 import { shareImageRefused } from '../../metrics/registry.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { notFound, sendProblem } from '../../plugins/problem.ts';
 import { CardQueueFull, RenderAborted } from '../../services/cards/index.ts';
 
+import { EntryPathParams, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
+
 export const SHARE_IMAGE_CACHE_CONTROL = 'public, max-age=86400';
+
+const ShareImage = Type.Unsafe<Buffer>({ type: 'string', contentMediaType: 'image/png', description: 'A 1200×630 PNG.' });
+
+const shareImageRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/nonsense/:id.png',
+    {
+      schema: {
+        summary: "An entry's share image",
+        description:
+          'A 1200×630 PNG card of the entry (the Open Graph size): the same entry version always gives the same bytes. ' +
+          '`ETag` and `Cache-Control: public, max-age=86400`. Rate-limited per address (RATE_LIMIT_IMAGE).',
+        tags: ['entries'],
+        params: EntryPathParams,
+        response: {
+          200: { description: 'The share image', content: { 'image/png': { schema: ShareImage } } },
+          ...NOT_MODIFIED,
+          ...problemResponses(400, 404),
+        },
+      },
+    },
+    async (request, reply) => {
+      // `<uuid>.png.png` reaches this route with the segment `<uuid>.png`: no such image either.
+      const { uuid, extension } = uuidSegment(request.params.id);
+      if (extension !== '') throw notFound(`Share images exist as PNG only: use /api/v1/nonsense/${uuid}.png.`);
+      return sendShareImage(request, reply, uuid);
+    },
+  );
+};
+
+export default shareImageRoutes;
 
 /**
  * sendShareImage answers the share image of the entry `uuid` (already validated and lower-case):
@@ -19,7 +55,7 @@ export const SHARE_IMAGE_CACHE_CONTROL = 'public, max-age=86400';
  * HEAD never draws: it answers from the card cache, with the card's length, or else with the same
  * headers but no length, so HEAD requests cost what a cached card costs however many new URLs they try.
  */
-export async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid: string): Promise<FastifyReply> {
+async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid: string): Promise<FastifyReply> {
   const { storage, cards } = request.server;
   const entry = await storage.entries.findVisible(uuid);
   if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);

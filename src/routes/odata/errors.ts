@@ -8,7 +8,7 @@ import { ODataRequestError } from '../../domain/odata/errors.ts';
 import type { ODataFormat } from '../../domain/odata/query-options.ts';
 import { JSON_ERROR_CONTENT_TYPE, jsonError, XML_ERROR_CONTENT_TYPE, xmlError } from '../../formats/odata/errors.ts';
 import { classifyError } from '../../plugins/problem.ts';
-import { formatOf } from './negotiate.ts';
+import { formatOf } from '../../formats/odata/negotiate.ts';
 
 /** Where the OData interface is mounted. */
 export const ODATA_PREFIX = '/odata/v2';

@@ -25,7 +25,7 @@ import { isKeysetOrder, TimeLimitError, type EntryListQuery } from '../../storag
 import type { EntryRecord } from '../../storage/entries.ts';
 import { baseUrlOf } from '../../plugins/links.ts';
 import { odataErrorHandler, sendODataError } from './errors.ts';
-import { formatOf } from './negotiate.ts';
+import { formatOf } from '../../formats/odata/negotiate.ts';
 
 /**
  * Entities serialised at once. A page from the database (500 rows) is written in chunks of this many,

@@ -4,6 +4,7 @@
  * with textContent only, so no entry text is ever parsed as markup.
  */
 import type { FastifyPluginAsync } from 'fastify';
+import { EMOJI_NAME_SOURCE } from '../../domain/emojis.ts';
 import { REPORT_REASONS } from '../../domain/reports.ts';
 import { REASON_LABELS } from '../../web/components.ts';
 import { clientWords } from '../../web/entry-text.ts';
@@ -105,7 +106,7 @@ ${TABS.map(([id, label]) => html`<li><a href="#${id}" data-tab="${id}">${label}<
 <ul class="emoji-grid" id="emoji-list"></ul>
 <form id="emoji-form" class="panel stack" aria-labelledby="emoji-form-title">
 <h3 id="emoji-form-title">Upload an emoji</h3>
-<div class="field"><label for="emoji-name">Name</label><input id="emoji-name" name="name" required pattern="[a-z0-9_]{2,32}" placeholder="blobcat" spellcheck="false" aria-describedby="emoji-name-hint">
+<div class="field"><label for="emoji-name">Name</label><input id="emoji-name" name="name" required pattern="${EMOJI_NAME_SOURCE}" placeholder="blobcat" spellcheck="false" aria-describedby="emoji-name-hint">
 <p class="hint" id="emoji-name-hint">2 to 32 of a–z, 0–9 and _; texts use it as <code>:name:</code>. An existing name is replaced.</p></div>
 <div class="field"><label for="emoji-file">Image</label><input type="file" id="emoji-file" name="file" required accept="image/png,image/gif,image/webp" aria-describedby="emoji-file-hint">
 <p class="hint" id="emoji-file-hint">PNG, GIF or WebP, at most 256 KiB and 1024 pixels a side.</p></div>

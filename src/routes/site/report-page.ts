@@ -9,7 +9,7 @@ import { Type } from 'typebox';
 import { parseUuid } from '../../domain/uuid.ts';
 import { REPORT_BODY_LIMIT, REPORT_REASONS, type ReportReason } from '../../domain/reports.ts';
 import { checkDetails, MAX_DETAILS_LENGTH } from '../../domain/text.ts';
-import { cardText } from '../../formats/share-image/text.ts';
+import { displayText } from '../../domain/display-text.ts';
 import { badRequest, notFound } from '../../plugins/problem.ts';
 import { reasonFields } from '../../web/components.ts';
 import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
@@ -42,7 +42,7 @@ const reportPageRoutes: FastifyPluginAsync = async (app) => {
     const entry = await app.storage.entries.findVisible(uuid);
     if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
     const sent = (request.query as Record<string, unknown>).sent === '1';
-    const text = entryHtml(cardText(entry.text, await app.storage.variables.values(), uuid, appName), await emojiFiles(app.storage));
+    const text = entryHtml(displayText(entry.text, await app.storage.variables.values(), uuid, appName), await emojiFiles(app.storage));
     const main = html`<h1>Report an entry</h1>
 <blockquote class="entry-text report-quote" dir="auto">${text}</blockquote>
 ${

@@ -7,7 +7,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { MAX_SEARCH_LENGTH, parseSearchText } from '../../domain/search-text.ts';
 import { encodeCursor, parseCursor, type EntryCursor, type EntryFilter } from '../../domain/entry-selection.ts';
-import { cardText } from '../../formats/share-image/text.ts';
+import { displayText } from '../../domain/display-text.ts';
 import { badRequest } from '../../plugins/problem.ts';
 import { entryArticle, reportDialog } from '../../web/components.ts';
 import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
@@ -154,7 +154,7 @@ ${found.map(
     uuid: entry.uuid,
     timestamp: entry.timestamp,
     // As on the share page each result links to: server values seeded by the uuid, neutral words.
-    text: entryHtml(cardText(entry.text, values, entry.uuid, appName), emojis, params.q || undefined),
+    text: entryHtml(displayText(entry.text, values, entry.uuid, appName), emojis, params.q || undefined),
     shareUrl: `${base}/nonsense/${entry.uuid}`,
   })}</li>
 `,

@@ -11,10 +11,10 @@
 import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { IMAGE_EXTENSIONS, type ImageType } from '../../domain/images.ts';
+import { badgeLetter } from '../../domain/display-text.ts';
+import { IMAGE_EXTENSIONS, scanCustomEmojis, type ImageType } from '../../domain/emojis.ts';
 import { parseUuid } from '../../domain/uuid.ts';
-import { badgeLetter, CARD_HEIGHT, CARD_WIDTH } from '../../formats/share-image/card.ts';
-import { scanCustomEmojis } from '../../formats/share-image/text.ts';
+import { CARD_HEIGHT, CARD_WIDTH } from '../../formats/share-image/card.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { badRequest, notFound } from '../../plugins/problem.ts';
 import { assetUrl } from '../../web/assets.ts';

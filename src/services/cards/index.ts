@@ -7,7 +7,8 @@ import { createHash } from 'node:crypto';
 import type { Config } from '../../config.ts';
 import { CARD_DESIGN_VERSION } from '../../formats/share-image/card.ts';
 import type { CustomEmojiImage } from '../../formats/share-image/render.ts';
-import { cardText, customEmojiNames } from '../../formats/share-image/text.ts';
+import { displayText } from '../../domain/display-text.ts';
+import { customEmojiNames } from '../../domain/emojis.ts';
 import { shareImageCache, watchCards } from '../../metrics/registry.ts';
 import type { EntryRecord } from '../../storage/entries.ts';
 import type { EmojiInfo } from '../../storage/emojis.ts';
@@ -19,7 +20,7 @@ export { CardQueueFull, RenderAborted } from './pool.ts';
 
 /** What a card shows, and the key that identifies its bytes. */
 export interface ShareCard {
-  /** The text as the card shows it (cardText). */
+  /** The text as the card shows it (displayText). */
   text: string;
   /** The custom emojis the text uses, with their image hashes. */
   emojis: EmojiInfo[];
@@ -29,7 +30,7 @@ export interface ShareCard {
 
 /** shareCardOf works out what the card of a visible entry shows, without drawing it; the share page uses it too. */
 export async function shareCardOf(storage: Storage, entry: EntryRecord, appName: string): Promise<ShareCard> {
-  const text = cardText(entry.text, await storage.variables.values(), entry.uuid, appName);
+  const text = displayText(entry.text, await storage.variables.values(), entry.uuid, appName);
   // Asked on every request for a card, cached or not: a text without a colon has no emoji to look up.
   const known = text.includes(':') ? new Map((await storage.emojis.list()).map((emoji) => [emoji.name, emoji])) : new Map<string, EmojiInfo>();
   const emojis = known.size === 0 ? [] : customEmojiNames(text, (name) => known.has(name)).map((name) => known.get(name)!);

@@ -46,15 +46,7 @@
     }
   }
 
-  async function problemDetail(response) {
-    try {
-      const problem = await response.json();
-      if (problem && typeof problem.detail === 'string') return problem.detail;
-    } catch {
-      // Not JSON: fall through.
-    }
-    return `The service answered ${response.status} ${response.statusText}.`;
-  }
+  const { problemDetail } = window.nonsenseSite;
 
   if (!webglAvailable()) {
     canvas.hidden = true;

@@ -7,7 +7,8 @@
 (function () {
   const clientWords = JSON.parse(document.body.dataset.clientWords || '{}');
   const CLIENT_TOKEN = /\$AUTHOR\$|\$SERVER\$|\$CHANNEL\$|\$\{app_name\}/g;
-  const EMOJI_AT = /:([a-z0-9_]{2,32}):/y;
+  // The emoji name grammar, as the server states it (domain/emojis.ts).
+  const EMOJI_AT = new RegExp(`:(${document.body.dataset.emojiName}):`, 'y');
 
   // A polite live region for short confirmations ("Link copied").
   const announcer = document.createElement('p');
@@ -20,16 +21,7 @@
     setTimeout(() => (announcer.textContent = text), 50);
   }
 
-  /** The problem+json detail of a failed response, or a sentence about its status. */
-  async function problemDetail(response) {
-    try {
-      const problem = await response.json();
-      if (problem && typeof problem.detail === 'string') return problem.detail;
-    } catch {
-      // Not JSON: fall through to the status line.
-    }
-    return `The service answered ${response.status} ${response.statusText}.`;
-  }
+  const { problemDetail } = window.nonsenseSite;
 
   // ---- Rendering an entry from the JSON API, the way the server renders it ----
 

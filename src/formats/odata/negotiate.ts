@@ -1,5 +1,4 @@
 /** Choosing between Atom and JSON: `$format` when given, else the Accept header, else Atom. */
-import type { FastifyRequest } from 'fastify';
 import { requestedFormat, type ODataFormat } from '../../domain/odata/query-options.ts';
 
 const XML_TYPES = new Set(['application/atom+xml', 'application/xml', 'text/xml', 'application/atomsvc+xml']);
@@ -24,12 +23,19 @@ export function acceptedFormat(accept: string | undefined): ODataFormat {
   return json > xml ? 'json' : 'atom';
 }
 
+/** What of a request the choice reads (a Fastify request is one). */
+export interface NegotiatingRequest {
+  url: string;
+  query: unknown;
+  headers: { accept?: string };
+}
+
 /**
  * formatOf picks the response format of a request; a bad `$format` counts as absent here. A request
  * the router refused (broken percent-encoding) has no parsed query, so `$format` is then read from
  * the raw URL, leniently.
  */
-export function formatOf(request: FastifyRequest, explicit?: ODataFormat): ODataFormat {
+export function formatOf(request: NegotiatingRequest, explicit?: ODataFormat): ODataFormat {
   if (explicit) return explicit;
   let query = request.query as Record<string, unknown> | undefined;
   if (query === null || typeof query !== 'object') {

@@ -1,9 +1,9 @@
 /**
- * What a card says: the entry's raw text with server variables substituted reproducibly (seeded by
- * the UUID) and the client-side variables replaced by neutral words, since a card has no author,
- * server or channel to name.
+ * What readers see of an entry outside a client (share cards, share pages, the site's lists): the raw
+ * text with server variables substituted reproducibly (seeded by the UUID) and the client-side
+ * variables replaced by neutral words, since a web page has no author, server or channel to name.
  */
-import { seededPick, substitute, type ServerVariables } from '../../domain/variables.ts';
+import { seededPick, substitute, type ServerVariables } from './variables.ts';
 
 /**
  * The words that stand in for the client-side variables on cards and share pages. They are the
@@ -16,12 +16,12 @@ export const CLIENT_VARIABLE_WORDS: Readonly<Record<'$AUTHOR$' | '$SERVER$' | '$
 });
 
 /**
- * cardText substitutes every variable of `raw` in one pass (a value is never expanded again): server
+ * displayText substitutes every variable of `raw` in one pass (a value is never expanded again): server
  * variables with picks seeded by `uuid`, so one version of an entry always reads the same, and the
  * client-side variables with CLIENT_VARIABLE_WORDS and `appName`. A neutral word that starts a
  * sentence starts with a capital ("Someone"). Line breaks become `\n`.
  */
-export function cardText(raw: string, variables: ServerVariables, uuid: string, appName: string): string {
+export function displayText(raw: string, variables: ServerVariables, uuid: string, appName: string): string {
   // Most texts have no variable at all; every cached card's request asks, so that case is kept cheap.
   if (!raw.includes('$')) return raw.replace(/\r\n?/g, '\n');
   // The words go in as placeholders (private-use characters found in neither the text nor any value),
@@ -62,37 +62,8 @@ function capitalise(word: string): string {
   return word.charAt(0).toUpperCase() + word.slice(1);
 }
 
-const EMOJI_AT = /:([a-z0-9_]{2,32}):/y;
-
-/**
- * scanCustomEmojis calls `found` for each `:name:` of `text` whose name `isKnown` accepts and returns
- * the text with each replaced by `found`'s result. Like variable substitution, it tries the grammar at
- * every colon, so an unknown `:word:` does not hide a known emoji sharing its closing colon.
- */
-export function scanCustomEmojis(text: string, isKnown: (name: string) => boolean, found: (name: string) => string = (name) => `:${name}:`): string {
-  let out = '';
-  let copiedUpTo = 0;
-  let at = text.indexOf(':');
-  while (at !== -1) {
-    EMOJI_AT.lastIndex = at;
-    const match = EMOJI_AT.exec(text);
-    if (match && isKnown(match[1]!)) {
-      out += text.slice(copiedUpTo, at) + found(match[1]!);
-      copiedUpTo = at + match[0].length;
-      at = text.indexOf(':', copiedUpTo);
-    } else {
-      at = text.indexOf(':', at + 1);
-    }
-  }
-  return out + text.slice(copiedUpTo);
-}
-
-/** customEmojiNames lists, once each and in order of appearance, the known emojis `text` uses. */
-export function customEmojiNames(text: string, isKnown: (name: string) => boolean): string[] {
-  const names = new Set<string>();
-  scanCustomEmojis(text, isKnown, (name) => {
-    names.add(name);
-    return '';
-  });
-  return [...names];
+/** badgeLetter is what the site's and the cards' badge shows: the first grapheme of the service name, upper-case. */
+export function badgeLetter(appName: string): string {
+  const [first] = new Intl.Segmenter('en', { granularity: 'grapheme' }).segment(appName.trim());
+  return first?.segment.toUpperCase() ?? '';
 }
