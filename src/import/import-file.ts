@@ -77,8 +77,8 @@ function openFile(file: string): { stream: fs.ReadStream; size: number } {
   return { stream: fs.createReadStream(file, { fd }), size: stat.size };
 }
 
-/** formatOf picks the format from `--format` or the file's extension. */
-export function formatOf(file: string, format?: string): ExportFormat {
+/** fileFormatOf picks the format from `--format` or the file's extension. */
+export function fileFormatOf(file: string, format?: string): ExportFormat {
   const chosen = (format ?? path.extname(file).slice(1)).toLowerCase();
   if (!(EXPORT_FORMATS as readonly string[]).includes(chosen)) {
     throw new ImportError(file, `cannot tell the format; name the file .csv, .json or .txt, or pass --format csv|json|txt`);
@@ -169,7 +169,7 @@ export async function importFile(storage: Storage, file: string, options: Import
   const { stream, size } = openFile(file);
   let format: ExportFormat;
   try {
-    format = formatOf(file, options.format);
+    format = fileFormatOf(file, options.format);
   } catch (error) {
     stream.destroy();
     throw error;

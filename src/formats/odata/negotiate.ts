@@ -31,11 +31,11 @@ export interface NegotiatingRequest {
 }
 
 /**
- * formatOf picks the response format of a request; a bad `$format` counts as absent here. A request
+ * responseFormatOf picks the response format of a request; a bad `$format` counts as absent here. A request
  * the router refused (broken percent-encoding) has no parsed query, so `$format` is then read from
  * the raw URL, leniently.
  */
-export function formatOf(request: NegotiatingRequest, explicit?: ODataFormat): ODataFormat {
+export function responseFormatOf(request: NegotiatingRequest, explicit?: ODataFormat): ODataFormat {
   if (explicit) return explicit;
   let query = request.query as Record<string, unknown> | undefined;
   if (query === null || typeof query !== 'object') {

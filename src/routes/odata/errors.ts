@@ -8,7 +8,7 @@ import { ODataRequestError } from '../../domain/odata/errors.ts';
 import type { ODataFormat } from '../../domain/odata/query-options.ts';
 import { JSON_ERROR_CONTENT_TYPE, jsonError, XML_ERROR_CONTENT_TYPE, xmlError } from '../../formats/odata/errors.ts';
 import { classifyError } from '../../plugins/problem.ts';
-import { formatOf } from '../../formats/odata/negotiate.ts';
+import { responseFormatOf } from '../../formats/odata/negotiate.ts';
 
 /** Where the OData interface is mounted. */
 export const ODATA_PREFIX = '/odata/v2';
@@ -20,7 +20,7 @@ export function isODataUrl(url: string): boolean {
 
 /** sendODataError answers in the OData error format, JSON when the request asked for JSON. */
 export function sendODataError(request: FastifyRequest, reply: FastifyReply, status: number, message: string, format?: ODataFormat) {
-  const json = formatOf(request, format) === 'json';
+  const json = responseFormatOf(request, format) === 'json';
   // Set here too: a refusal by an app-wide hook (overload, rate limit) comes before the plugin's hook.
   return reply
     .code(status)

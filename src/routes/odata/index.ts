@@ -25,7 +25,7 @@ import { isKeysetOrder, TimeLimitError, type EntryListQuery } from '../../storag
 import type { EntryRecord } from '../../storage/entries.ts';
 import { baseUrlOf } from '../../plugins/links.ts';
 import { odataErrorHandler, sendODataError } from './errors.ts';
-import { formatOf } from '../../formats/odata/negotiate.ts';
+import { responseFormatOf } from '../../formats/odata/negotiate.ts';
 
 /**
  * Entities serialised at once. A page from the database (500 rows) is written in chunks of this many,
@@ -91,7 +91,7 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     const resource = parseResourcePath(path);
     if (queryAt !== -1) checkQueryEncoding(url.slice(queryAt + 1));
     const query = parseQueryOptions(request.query as Record<string, unknown>);
-    const format = formatOf(request, query.format);
+    const format = responseFormatOf(request, query.format);
     const serviceRoot = serviceRootOf(request);
 
     switch (resource.kind) {
