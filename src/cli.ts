@@ -5,9 +5,7 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, Option } from 'commander';
-import { BackupError, writeBackup } from './backup/backup.ts';
 import type { Counts } from './backup/format.ts';
-import { RestoreError, restoreBackup } from './backup/restore.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate, openDatabase } from './db/database.ts';
 import { loadDemo } from './demo/load-demo.ts';
@@ -16,9 +14,9 @@ import { describeValidation } from './plugins/problem.ts';
 import { ExportQuery } from './schemas/api.ts';
 import { compileRequestSchema } from './schemas/validator.ts';
 import { EXPORT_PAGE_SIZE, serializeExport } from './formats/export.ts';
-import { ImportError, importFile, type ImportResult } from './import/import-file.ts';
+import type { ImportResult } from './import/import-file.ts';
 import { prepareDatabase, startServer } from './server.ts';
-import { GalaxyComputer, type RoundResult } from './services/galaxy/compute.ts';
+import type { RoundResult } from './services/galaxy/compute.ts';
 import { createStorage, type Storage } from './storage/index.ts';
 import { LABEL_PATTERN } from './storage/tokens.ts';
 
@@ -123,6 +121,8 @@ Hidden entries, variables, emojis, reports, tokens and the moderation log: use \
     const progress = process.stderr.isTTY
       ? (fraction: number) => process.stderr.write(`\rImporting ${file}: ${(fraction * 100).toFixed(0).padStart(3)}%`)
       : undefined;
+    // Loaded here: the parsers of import files are of no use to `serve` (and cost it memory).
+    const { ImportError, importFile } = await import('./import/import-file.ts');
     try {
       const result = await withStorage((storage) => importFile(storage, file, { format: options.format, onProgress: progress }));
       if (progress) process.stderr.write('\r\x1b[K');
@@ -158,6 +158,7 @@ program
   .option('--refit', 'lay out every entry anew, however little changed')
   .action(async (options: { refit?: boolean }) => {
     const started = Date.now();
+    const { GalaxyComputer } = await import('./services/galaxy/compute.ts');
     const result = await withStorage((storage) =>
       new GalaxyComputer(storage.database, {
         log: (message, details) => console.error(`${message}${details ? ` ${JSON.stringify(details)}` : ''}`),
@@ -209,6 +210,7 @@ meanwhile. Restore the file with \`nonsense restore\` into an empty database of 
       ? (written: number, total: number) =>
           process.stderr.write(`\rBacking up to ${file}: ${total === 0 ? 100 : Math.floor((written / total) * 100)}% (${written.toLocaleString('en')} of ${total.toLocaleString('en')} records)`)
       : undefined;
+    const { BackupError, writeBackup } = await import('./backup/backup.ts');
     const { database } = await prepareDatabase(config());
     try {
       const result = await writeBackup(database, file, { force: options.force, onProgress: progress });
@@ -239,6 +241,7 @@ PostgreSQL".`,
     const progress = process.stderr.isTTY
       ? (fraction: number) => process.stderr.write(`\rRestoring ${file}: ${(fraction * 100).toFixed(0).padStart(3)}%`)
       : undefined;
+    const { RestoreError, restoreBackup } = await import('./backup/restore.ts');
     const database = await openDatabase(config().database);
     try {
       await migrate(database);

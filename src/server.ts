@@ -8,7 +8,7 @@ import { describeConfig, type Config } from './config.ts';
 import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/database.ts';
 import { loadDemo } from './demo/load-demo.ts';
 import { createCardService } from './services/cards/index.ts';
-import { GalaxyBackground } from './services/galaxy/background.ts';
+import { galaxyBehind, GalaxyBackground } from './services/galaxy/background.ts';
 import { createStorage } from './storage/index.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
@@ -56,7 +56,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   }
 
   // The galaxy is laid out off the request path, in its own thread.
-  const galaxy = config.galaxy ? new GalaxyBackground(config, app.log) : null;
+  const galaxy = config.galaxy ? new GalaxyBackground(config, app.log, { needsWork: () => galaxyBehind(storage) }) : null;
   galaxy?.start();
 
   app.addHook('onClose', async () => {

@@ -2,9 +2,10 @@
  * `/favicon.ico` for the clients that ask for it without reading the pages' `<link rel="icon">` (the
  * SVG icon): browsers on the API's JSON and on /docs, feed readers, bookmarks. It is the same icon,
  * drawn once from `static/icon.svg` at 16, 32 and 48 pixels and packed as an ICO file of PNG images.
+ * The renderer (resvg, a native module of a few MiB) is loaded with the first request for it, not at
+ * start: most processes never draw the icon.
  */
 import { createHash } from 'node:crypto';
-import { renderAsync } from '@resvg/resvg-js';
 import { ASSETS } from './assets.ts';
 
 export interface Favicon {
@@ -42,6 +43,7 @@ let favicon: Promise<Favicon> | undefined;
 /** faviconIco returns the ICO, drawn (off the event loop) on first use and kept. */
 export function faviconIco(): Promise<Favicon> {
   favicon ??= (async () => {
+    const { renderAsync } = await import('@resvg/resvg-js');
     const svg = ASSETS.get('icon.svg')!.body;
     const images = await Promise.all(
       SIZES.map(async (size) => ({ size, png: (await renderAsync(svg, { fitTo: { mode: 'width', value: size } })).asPng() })),

@@ -1,10 +1,11 @@
 /**
  * The galaxy's background thread: it lays out a database that has no layout, places entries added
- * afterwards within seconds while requests keep being answered, and stops on request.
+ * afterwards within seconds while requests keep being answered, ends itself when idle and is started
+ * again by new work, and stops on request (at once, even in the middle of a layout).
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GalaxyBackground } from '../../src/services/galaxy/background.ts';
+import { galaxyBehind, GalaxyBackground } from '../../src/services/galaxy/background.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 import { families } from './corpus.ts';
 
@@ -70,5 +71,39 @@ describe('the galaxy background thread during a long layout', () => {
     expect(messages.filter((m) => /failed/.test(m))).toEqual([]);
     // Nothing became current: the endpoint still waits for its first layout.
     expect((await t.app.inject('/api/v1/nonsense/galaxy')).statusCode).toBe(503);
+  });
+});
+
+describe('the galaxy background thread on demand', () => {
+  let t: TestContext;
+  let background: GalaxyBackground;
+  const texts = families(20, 9).map((f) => f.text);
+
+  beforeAll(async () => {
+    t = await createTestApp({ entries: texts.slice(0, 30).map((text) => entry(text)) });
+    background = new GalaxyBackground(t.config, pino({ level: 'silent' }), { intervalMs: 100, idleExitMs: 300, needsWork: () => galaxyBehind(t.storage) });
+  });
+  afterAll(async () => {
+    await background.stop();
+    await t.close();
+  });
+
+  const served = async () => {
+    const res = await t.app.inject('/api/v1/nonsense/galaxy?format=json');
+    return res.statusCode === 200 ? res.json<{ uuid: string }[]>().length : 0;
+  };
+
+  it('runs while the layout is behind the entries, ends when idle, and starts again for new entries', async () => {
+    background.start();
+    await expect.poll(served, { timeout: 30_000, interval: 100 }).toBe(30);
+    // Up to date: the thread ends, and the checks do not start it again.
+    await expect.poll(() => background.running, { timeout: 10_000, interval: 50 }).toBe(false);
+    expect(await galaxyBehind(t.storage)).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(background.running).toBe(false);
+    // New entries: started again, and they are served within seconds.
+    await t.storage.entries.insertEntries(texts.slice(30, 33).map((text) => entry(text)));
+    await expect.poll(() => background.running, { timeout: 5000, interval: 20 }).toBe(true);
+    await expect.poll(served, { timeout: 10_000, interval: 100 }).toBe(33);
   });
 });

@@ -2,19 +2,25 @@
  * The scale-out engine: PostgreSQL through node-postgres (pg) with a connection pool, shared by any
  * number of service instances.
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import { PostgresDialect, sql } from 'kysely';
 import { TimeLimitError } from '../time-limit.ts';
 import type { EngineQuirks } from './quirks.ts';
 
 const INT8_OID = 20;
 
+// The driver is loaded when a PostgreSQL database is opened: a process on the embedded database never
+// needs it (nor the memory it takes). The engine's quirks below need no driver.
+const require = createRequire(import.meta.url);
+const loadDriver = () => require('pg') as typeof pg;
+
 // bigint columns (timestamps, counts) come back as strings by default, to be safe beyond 2^53. Every
 // value the service stores in them (Unix seconds and milliseconds, row counts) is far below that.
-const types = {
+const typesOf = (driver: typeof pg) => ({
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-};
+    oid === INT8_OID ? (value: string) => Number(value) : driver.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+});
 
 export interface PostgresHandle {
   dialect: PostgresDialect;
@@ -23,7 +29,8 @@ export interface PostgresHandle {
 
 /** openPostgres creates the pool; connections are made on first use. */
 export function openPostgres(url: string, maxConnections = 10): PostgresHandle {
-  const pool = new pg.Pool({ connectionString: url, max: maxConnections, types, connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
+  const driver = loadDriver();
+  const pool = new driver.Pool({ connectionString: url, max: maxConnections, types: typesOf(driver), connectionTimeoutMillis: 5000, idleTimeoutMillis: 30_000 });
   // An idle client that loses its server (a restart) must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   return { dialect: new PostgresDialect({ pool }), pool };

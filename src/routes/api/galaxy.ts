@@ -20,13 +20,9 @@ const Body = (schema: TSchema) => Type.Unsafe<Buffer | Readable>(schema);
 
 const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { galaxy, cache } = app.storage;
+  // The stored layout is read into memory by the first request for it, not at start: most processes
+  // serve the galaxy rarely, and a start should be quick and small (docs/performance.md).
   const bodies = new GalaxyBodies(galaxy, () => cache.current());
-  // The stored layout is read before the server listens, so that no request waits for it (a galaxy
-  // too big to hold in memory is not read here; a database that does not answer is not waited for).
-  app.addHook('onReady', async () => {
-    const layout = await galaxy.current().catch(() => null);
-    if (layout !== null) await bodies.view(layout).catch(() => {});
-  });
 
   app.get(
     '/nonsense/galaxy',

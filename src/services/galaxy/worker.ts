@@ -16,12 +16,15 @@ export interface GalaxyWorkerData {
   intervalMs: number;
   /** Pause after a failed round; it doubles with each failure in a row, up to MAX_RETRY_MS. */
   retryMs: number;
+  /** After this long with nothing to do, the thread ends (the server starts it again when there is work). */
+  idleExitMs: number;
 }
 
 /** Messages to the main thread. */
 export type GalaxyWorkerMessage =
   | { type: 'log'; level: 'info' | 'warn' | 'error'; message: string; details?: Record<string, unknown> }
-  | { type: 'round'; action: string };
+  | { type: 'round'; action: string }
+  | { type: 'idle' };
 
 /** The longest pause after failures in a row: a layout that cannot be computed is retried hourly. */
 const MAX_RETRY_MS = 3_600_000;
@@ -42,7 +45,7 @@ let wake: () => void = () => {};
 // A stop ends the running round at its next pause (a fraction of a second): what it wrote so far is a
 // fit that never became current, which the next refit deletes.
 const stop = new AbortController();
-port.on('message', (message: { type: 'stop' | 'poke' }) => {
+port.on('message', (message: { type: 'stop' }) => {
   if (message.type === 'stop') {
     stopping = true;
     stop.abort(new Error('stopping'));
@@ -66,12 +69,19 @@ try {
   post({ type: 'log', level: 'warn', message: 'galaxy model not read ahead; the first round reads it', details: { error: (error as Error).message } });
 }
 let failures = 0;
+let lastWork = Date.now();
 while (!stopping) {
   let wait = options.intervalMs;
   try {
     const result = await computer.run();
     failures = 0;
     post({ type: 'round', action: result.action });
+    if (result.action !== 'none') lastWork = Date.now();
+    else if (Date.now() - lastWork >= options.idleExitMs) {
+      // Up to date for a while: end, and give the memory back; a read-mostly service rarely needs it.
+      post({ type: 'idle' });
+      break;
+    }
   } catch (error) {
     if (stopping) break;
     wait = Math.min(MAX_RETRY_MS, options.retryMs * 2 ** failures++);
