@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { sql, type Expression, type SqlBool } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileFilter, compileOrderBy, type CompileContext } from '../../src/domain/odata/compile.ts';
+import { compileFilter, compileOrderBy, type CompileContext } from '../../src/storage/odata-filter.ts';
 import { ODataRequestError } from '../../src/domain/odata/errors.ts';
 import { parseFilter, parseOrderBy } from '../../src/domain/odata/expression.ts';
 import { MAX_NODES } from '../../src/domain/odata/limits.ts';

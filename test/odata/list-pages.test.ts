@@ -1,6 +1,6 @@
 /** EntryQuery.listPages under OData orders: page by page it must give exactly what one query gives. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileFilter, compileOrderBy, type CompileContext } from '../../src/domain/odata/compile.ts';
+import { compileFilter, compileOrderBy, type CompileContext } from '../../src/storage/odata-filter.ts';
 import { parseFilter, parseOrderBy } from '../../src/domain/odata/expression.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 

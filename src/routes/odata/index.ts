@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { setImmediate as giveWay } from 'node:timers/promises';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { compileFilter, compileOrderBy, type CompileContext } from '../../domain/odata/compile.ts';
+import { compileFilter, compileOrderBy, type CompileContext } from '../../storage/odata-filter.ts';
 import { ODataRequestError } from '../../domain/odata/errors.ts';
 import { TIME_LIMIT_MS, WALK_PAGE_TIME_LIMIT_MS } from '../../domain/odata/limits.ts';
 import { ENTITY_SET } from '../../domain/odata/model.ts';

@@ -1,6 +1,7 @@
 /**
- * Compiles `$filter` and `$orderby` expressions into Kysely expressions over the `entries` table. No
- * SQL is assembled from input: every literal is a bound parameter, every column a reference, and the
+ * The OData query language in SQL, beside the one entry query that runs it (`entry-query.ts`):
+ * compiles `$filter` and `$orderby` expressions (parsed in `domain/odata/`) into Kysely expressions
+ * over the `entries` table. No SQL is assembled from input: every literal is a bound parameter, every column a reference, and the
  * only raw SQL words come from fixed tables here. What differs between engines goes through
  * `EngineQuirks`. Type errors (comparing a string with a number, `not` on a string) are reported with
  * the 1-based character of the offending operator or function.
@@ -28,12 +29,12 @@
  * counted against MAX_PARAMETERS as they are made.
  */
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
-import type { EngineQuirks } from '../../db/dialects/quirks.ts';
-import type { EntryOrderKey } from '../../storage/entry-query.ts';
-import { ODataRequestError } from './errors.ts';
-import { MAX_PARAMETERS } from './limits.ts';
-import type { ComparisonOperator, ExpressionNode, LiteralNode, OrderByItem } from './expression.ts';
-import { propertyNamed, PROPERTY_NAMES, type EdmType } from './model.ts';
+import type { EngineQuirks } from '../db/dialects/quirks.ts';
+import { ODataRequestError } from '../domain/odata/errors.ts';
+import { MAX_PARAMETERS } from '../domain/odata/limits.ts';
+import type { ComparisonOperator, ExpressionNode, LiteralNode, OrderByItem } from '../domain/odata/expression.ts';
+import { propertyNamed, PROPERTY_NAMES, type EdmType } from '../domain/odata/model.ts';
+import type { EntryOrderKey } from './entry-query.ts';
 
 export interface CompileContext {
   quirks: EngineQuirks;
