@@ -4,6 +4,7 @@
  * each test file gets its own database). When no PostgreSQL server answers, the third project is left
  * out and the run says so; under CI=true that fails the run instead, so a green CI has run everything.
  */
+import os from 'node:os';
 import pg from 'pg';
 import { defineConfig } from 'vitest/config';
 
@@ -41,10 +42,14 @@ export default defineConfig(async () => {
     );
   }
   const shared = { pool: 'forks' as const, testTimeout: 20_000, hookTimeout: 30_000 };
+  // One test file more than there are cores: most files spend their time waiting (for Chromium, a child
+  // process, PostgreSQL), so a third file on two cores cut the suite from 257 s to 160 s here.
+  const maxWorkers = os.availableParallelism() + 1;
   return {
     test: {
       // Builds dist/ (when stale) for the tests that run bin/nonsense.js.
       globalSetup: ['test/global-setup.ts'],
+      maxWorkers,
       projects: [
         { test: { ...shared, name: 'unit', include: UNIT } },
         { test: { ...shared, name: 'sqlite', include: ['test/**/*.test.ts'], exclude: UNIT, env: { TEST_DATABASE: 'sqlite' } } },

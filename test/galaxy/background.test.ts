@@ -66,8 +66,10 @@ describe('the galaxy background thread during a long layout', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     const asked = Date.now();
     await background.stop();
-    expect(Date.now() - asked).toBeLessThan(2000);
+    // Cut at its next pause: the layout never finished (before, stop() waited for it), and the thread
+    // ended by itself, well before the fallback that terminates it after 5 s.
     expect(messages).not.toContain('galaxy refit done');
+    expect(Date.now() - asked).toBeLessThan(4500);
     expect(messages.filter((m) => /failed/.test(m))).toEqual([]);
     // Nothing became current: the endpoint still waits for its first layout.
     expect((await t.app.inject('/api/v1/nonsense/galaxy')).statusCode).toBe(503);
