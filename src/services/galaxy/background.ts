@@ -21,7 +21,7 @@ const RETRY_MS = 30_000;
 const MAX_RESTART_MS = 3_600_000;
 /** The thread's heap limit: a computation that needs more fails (and is logged) instead of growing the process. */
 export const WORKER_MAX_HEAP_MB = 448;
-/** The thread's young generation: small, as its allocations are few and large (a smaller one keeps the idle process smaller). */
+/** The thread's young generation: its allocations are few and large, so a small one costs it little and keeps the process smaller. */
 export const WORKER_YOUNG_GENERATION_MB = 12;
 const STOP_WAIT_MS = 5000;
 /** A thread with nothing to do for this long ends itself. */
@@ -116,7 +116,7 @@ export class GalaxyBackground {
     });
   }
 
-  /** stop ends the thread: after its current round, or, when that takes too long, at once. */
+  /** stop ends the thread: its round ends at the next pause; a thread not gone within STOP_WAIT_MS is terminated. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.restart !== null) clearTimeout(this.restart);
