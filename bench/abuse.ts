@@ -18,6 +18,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { loadDemo } from '../src/demo/load-demo.ts';
 import { createStorage } from '../src/storage/index.ts';
 import { memory, metric, seed, startService, waitForQuiet } from './lib.ts';
+import { mulberry32 } from '../test/seeded-random.ts';
 
 const SECONDS = Number(process.env.ABUSE_SECONDS ?? 60);
 const RATE = Number(process.env.ABUSE_RATE ?? 1600);
@@ -26,19 +27,7 @@ const ENTRIES = Number(process.env.ABUSE_ENTRIES ?? 50_000);
 const SEED = Number(process.env.ABUSE_SEED ?? 1806);
 const PORT = '18187';
 
-/** mulberry32: a small seeded generator, so a run can be repeated request for request. */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const random = generator(SEED);
+const random = mulberry32(SEED);
 const int = (n: number) => Math.floor(random() * n);
 const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
 const junk = (max: number) => {

@@ -23,6 +23,7 @@ import type * as Fonts from '../src/formats/share-image/fonts.ts';
 import type * as Render from '../src/formats/share-image/render.ts';
 import { createStorage } from '../src/storage/index.ts';
 import { sampleCardInput, samples } from '../test/formats/share-image-samples.ts';
+import { startService } from './lib.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -80,27 +81,6 @@ async function seed(file: string, count: number): Promise<string[]> {
   return uuids;
 }
 
-function start(script: string, env: Record<string, string>): Promise<ChildProcess> {
-  const child = fork(script, ['serve'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    execArgv: script.endsWith('.ts') ? ['--import', 'tsx'] : [],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-    const poll = setInterval(() => {
-      fetch(`http://127.0.0.1:${env.PORT}/healthz`).then(
-        () => {
-          clearInterval(poll);
-          child.removeAllListeners('exit');
-          resolve(child);
-        },
-        () => {},
-      );
-    }, 100);
-  });
-}
-
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
 /** timedGet reads a whole answer and returns how long it took, in ms. */
@@ -129,8 +109,8 @@ async function main(): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-cards-'));
   const dbFile = path.join(dir, 'cards.db');
   const uuids = await seed(dbFile, NEW_CARDS + 60);
-  const service = await start('bin/nonsense.js', {
-    DATABASE_URL: dbFile, PORT: String(SERVICE_PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', RATE_LIMIT_IMAGE: 'off',
+  const service = await startService({
+    DATABASE_URL: dbFile, PORT: String(SERVICE_PORT), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', RATE_LIMIT_IMAGE: 'off',
   });
   const base = `http://127.0.0.1:${SERVICE_PORT}`;
   const card = (uuid: string) => `/api/v1/nonsense/${uuid}.png`;
@@ -173,7 +153,7 @@ async function main(): Promise<void> {
     );
     console.log(lines.at(-1));
   } finally {
-    service.kill('SIGTERM');
+    await service.stop();
     bare?.kill('SIGTERM');
     fs.rmSync(dir, { recursive: true, force: true });
   }

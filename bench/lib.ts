@@ -64,6 +64,9 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+/** How long a service may take to answer its first request. */
+const START_TIMEOUT_MS = 60_000;
+
 /** The Node flags of `npm start` (package.json), so that the benchmarks run the service as it does. */
 export function startFlags(): string[] {
   const start = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
@@ -85,6 +88,10 @@ export async function startService(env: Record<string, string>, probe = '/health
   let startMs: number;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`);
+    if (performance.now() - started > START_TIMEOUT_MS) {
+      child.kill('SIGKILL');
+      throw new Error(`the service did not answer ${probe} within ${START_TIMEOUT_MS / 1000} s`);
+    }
     try {
       const res = await fetch(`http://127.0.0.1:${port}${probe}`);
       await res.arrayBuffer();

@@ -8,7 +8,6 @@
  *
  *   npm run bench:stall                 # BENCH_ENTRIES=100000 by default
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -18,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
 import { createStorage } from '../src/storage/index.ts';
+import { startService } from './lib.ts';
 
 const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 100_000);
 const PORT = Number(process.env.BENCH_PORT ?? 18191);
@@ -42,29 +42,6 @@ async function seed(): Promise<string[]> {
   }
   await database.close();
   return uuids;
-}
-
-function serve(): Promise<ChildProcess> {
-  const child = fork('bin/nonsense.js', ['serve'], {
-    env: {
-      ...process.env, DATABASE_URL: dbFile, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off',
-      RATE_LIMIT_READ: 'off', RATE_LIMIT_IMAGE: 'off', OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
-    },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
-    const poll = setInterval(() => {
-      fetch(`${base}/healthz`).then(
-        () => {
-          clearInterval(poll);
-          child.removeAllListeners('exit');
-          resolve(child);
-        },
-        () => {},
-      );
-    }, 100);
-  });
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
@@ -106,7 +83,9 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 const seedStarted = Date.now();
 const uuids = await seed();
 console.log(`seeded ${ENTRIES} entries in ${((Date.now() - seedStarted) / 1000).toFixed(1)} s`);
-const service = await serve();
+const service = await startService({
+  DATABASE_URL: dbFile, PORT: String(PORT), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', RATE_LIMIT_IMAGE: 'off', OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
+});
 const rows: string[] = [];
 try {
   await get(`${base}/api/v1/nonsense/${uuids[0]}.png`); // fonts loaded once, as after any start
@@ -132,7 +111,7 @@ try {
     console.log(rows.at(-1));
   }
 } finally {
-  service.kill('SIGTERM');
+  await service.stop();
   agent.destroy();
   fs.rmSync(dir, { recursive: true, force: true });
 }

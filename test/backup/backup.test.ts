@@ -27,20 +27,8 @@ import { DEMO_DIR, loadDemo } from '../../src/demo/load-demo.ts';
 import { GalaxyComputer } from '../../src/services/galaxy/compute.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
 import { checkAnswersAgainstDocument, tempDir } from '../helper.ts';
-
-const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-async function postgresAnswers(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
+import { postgresAnswers, TEST_POSTGRES_URL as POSTGRES_URL } from '../postgres.ts';
+import { mulberry32 } from '../seeded-random.ts';
 
 const HAVE_POSTGRES = await postgresAnswers();
 const MUST_RUN = process.env.CI === 'true';
@@ -133,18 +121,6 @@ async function seed(storage: Storage): Promise<Seeded> {
   };
 }
 
-/** A seeded Math.random, so that both services draw the same variable values for the same request. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Every public and admin GET whose answer is fully determined by the data. */
 function requests(s: Seeded): string[] {
   const [v1, v2, v3] = s.visible;
@@ -207,7 +183,7 @@ interface Answer {
 }
 
 async function answer(app: FastifyInstance, url: string, token: string): Promise<Answer> {
-  vi.spyOn(Math, 'random').mockImplementation(seededRandom(42));
+  vi.spyOn(Math, 'random').mockImplementation(mulberry32(42));
   const res = await app.inject({ url, headers: { authorization: `Bearer ${token}`, host: 'nonsense.test' } });
   vi.mocked(Math.random).mockRestore();
   const binary = !/^(text|application)\//.test(String(res.headers['content-type']));
@@ -234,7 +210,7 @@ async function expectSameAnswers(a: Side, b: Side, s: Seeded) {
     await side.database.db.deleteFrom('galaxy_points').execute();
     await side.database.db.deleteFrom('galaxy_layout').execute();
     // The fit is numbered from the clock and a random draw: the same for both.
-    vi.spyOn(Math, 'random').mockImplementation(seededRandom(7));
+    vi.spyOn(Math, 'random').mockImplementation(mulberry32(7));
     try {
       await new GalaxyComputer(side.database, { now: () => fitClock }).run({ refit: true });
     } finally {

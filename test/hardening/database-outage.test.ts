@@ -3,7 +3,6 @@
  * talks to it through a TCP proxy this test controls: cutting the proxy drops every open connection
  * and refuses new ones, as a restarting or unreachable server would.
  */
-import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.ts';
@@ -13,51 +12,9 @@ import { createStorage } from '../../src/storage/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { skipWithout } from '../requirements.ts';
 import { checkAnswersAgainstDocument } from '../helper.ts';
-
-const SERVER = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-async function postgresAnswers(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: SERVER, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
+import { CuttableProxy, postgresAnswers, TEST_POSTGRES_URL as SERVER } from '../postgres.ts';
 
 const skip = skipWithout(`PostgreSQL at ${SERVER.replace(/:[^:@/]*@/, ':***@')}`, await postgresAnswers(), 'set TEST_POSTGRES_URL or start PostgreSQL');
-
-/** A TCP proxy that can be cut (open connections dropped, new ones refused) and restored on the same port. */
-class CuttableProxy {
-  private server: net.Server | undefined;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async start(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target.port, this.target.host);
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => {});
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  async cut(): Promise<void> {
-    const closed = new Promise((resolve) => this.server!.close(resolve));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
-  }
-}
 
 describe.skipIf(skip)('database outage (PostgreSQL through a proxy)', () => {
   const name = `nonsense_outage_${process.pid}_${Date.now()}`;

@@ -4,7 +4,6 @@
  * failure (500 with the request id), and a failure in the middle of a streamed feed (an aborted body,
  * never a short document that looks complete).
  */
-import net from 'node:net';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.ts';
@@ -13,6 +12,7 @@ import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
 import { createStorage } from '../../src/storage/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { checkAnswersAgainstDocument, createTestApp, entry, freePort, type TestContext } from '../helper.ts';
+import { CuttableProxy, TEST_POSTGRES_URL as SERVER } from '../postgres.ts';
 
 const XML_ERROR = /^<\?xml version="1\.0" encoding="utf-8"\?><error xmlns="http:\/\/schemas\.microsoft\.com\/ado\/2007\/08\/dataservices\/metadata"><code\/><message xml:lang="en-US">/;
 
@@ -99,37 +99,6 @@ describe('OData errors', () => {
     }
   });
 });
-
-const SERVER = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-/** A TCP proxy in front of PostgreSQL that can drop every connection and refuse new ones, like a server going away. */
-class CuttableProxy {
-  private server: net.Server | undefined;
-  private readonly sockets = new Set<net.Socket>();
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async start(): Promise<void> {
-    this.server = net.createServer((client) => {
-      const upstream = net.connect(this.target.port, this.target.host);
-      for (const socket of [client, upstream]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => {});
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
-    this.port = (this.server.address() as net.AddressInfo).port;
-  }
-
-  async cut(): Promise<void> {
-    const closed = new Promise((resolve) => this.server!.close(resolve));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
-  }
-}
 
 describe.runIf(process.env.TEST_DATABASE === 'postgres')('OData during a real PostgreSQL outage', () => {
   const name = `nonsense_odata_outage_${process.pid}_${Date.now()}`;

@@ -6,14 +6,20 @@ const withServer = entry('The $ANIMAL$ ate the $ANIMAL$.', 1_700_000_200, 'aaaaa
 const withClient = entry('$AUTHOR$ wins a $NOTAVAR$.', 1_700_000_300, 'aaaaaaaa-0000-4000-8000-000000000003');
 const hidden = entry('Hidden for a reason.', 1_700_000_400, 'aaaaaaaa-0000-4000-8000-000000000004');
 
+/** A service with the four entries above, `hidden` hidden. */
+async function openApp(): Promise<TestContext> {
+  const t = await createTestApp({
+    variables: [{ name: '$ANIMAL$', description: 'An animal.', values: ['cat', 'goose'] }],
+    entries: [plain, withServer, withClient, hidden],
+  });
+  await setState(t.storage, hidden.uuid, 'hidden');
+  return t;
+}
+
 describe('entry endpoints', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await createTestApp({
-      variables: [{ name: '$ANIMAL$', description: 'An animal.', values: ['cat', 'goose'] }],
-      entries: [plain, withServer, withClient, hidden],
-    });
-    await setState(t.storage, hidden.uuid, 'hidden');
+    t = await openApp();
   });
   afterAll(() => t.close());
 
@@ -139,11 +145,7 @@ describe('entry endpoints', () => {
 describe('answers from the entry snapshot', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await createTestApp({
-      variables: [{ name: '$ANIMAL$', description: 'An animal.', values: ['cat', 'goose'] }],
-      entries: [plain, withServer, withClient, hidden],
-    });
-    await setState(t.storage, hidden.uuid, 'hidden');
+    t = await openApp();
   });
   afterAll(() => t.close());
 

@@ -19,7 +19,8 @@
  */
 import type { Database } from '../../db/database.ts';
 import { GalaxyStore, type EntryToPlace, type GalaxyLayout, type PlacedPoint } from '../../storage/galaxy.ts';
-import { FIT_SAMPLE, LayoutModel, MODEL_VERSION, pointSize, yieldToEvents, type Pause } from './layout.ts';
+import { FIT_SAMPLE, LayoutModel, pointSize, yieldToEvents, type Pause } from './layout.ts';
+import { MODEL_VERSION } from './model-version.ts';
 
 /** The advisory lock the computation holds (an arbitrary number, the same in every process). */
 export const GALAXY_LOCK = 0x6a1a_c5e7;

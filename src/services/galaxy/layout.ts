@@ -18,7 +18,6 @@ import { DocumentFrequencies } from './features.ts';
 import { fitTextSpace, TextSpace } from './text-space.ts';
 import { MODEL_VERSION } from './model-version.ts';
 
-export { MODEL_VERSION } from './model-version.ts';
 /** The layout is fitted on at most this many texts (chosen by uuid hash); the rest are transformed. */
 export const FIT_SAMPLE = 5000;
 /** Fewer texts than this are laid out on a fixed ring: UMAP needs a neighbourhood to work with. */
