@@ -2,7 +2,6 @@
  * The application as a Fastify instance. Only `server.ts` listens; tests build the same app with the
  * same options and inject requests.
  */
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -10,7 +9,8 @@ import type { Config } from './config.ts';
 import accessLog, { logDestination } from './plugins/access-log.ts';
 import { adminAuth } from './plugins/admin-auth.ts';
 import docs from './plugins/docs.ts';
-import headers, { setCommonHeaders } from './plugins/headers.ts';
+import { FastLane } from './plugins/fast-lane.ts';
+import headers, { requestId, setCommonHeaders } from './plugins/headers.ts';
 import metrics from './plugins/metrics.ts';
 import overload from './plugins/overload.ts';
 import problem, { problemBody, PROBLEM_CONTENT_TYPE, sendProblem } from './plugins/problem.ts';
@@ -43,29 +43,13 @@ export interface AppOptions {
   logger?: boolean | object;
 }
 
-const REQUEST_ID = /^[\w.:-]{1,128}$/;
-
-/**
- * New request ids: UUID-shaped, a random part drawn once per process and a counter, so they are
- * unique across processes and restarts without drawing random bytes (and a string of them) for every
- * request, which cost a few per cent of a fast request. They tell a client how many requests this
- * process has answered since it started, and nothing else.
- */
-const idPrefix = randomUUID().slice(0, 23);
-let idCounter = 0;
-
-/** The request id: the caller's X-Request-Id when it is sane (a proxy's), else a new one. */
-function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
-  const given = request.headers['x-request-id'];
-  if (typeof given === 'string' && REQUEST_ID.test(given)) return given;
-  idCounter = (idCounter + 1) % 0x1000000000000;
-  return `${idPrefix}-${idCounter.toString(16).padStart(12, '0')}`;
-}
-
 /** buildApp assembles plugins and routes; the caller owns `storage` and closes it after the app. */
 export async function buildApp({ config, storage, cards, logger }: AppOptions): Promise<FastifyInstance> {
   const destination = logger === undefined && config.logLevel !== 'silent' ? logDestination() : undefined;
+  // The hottest reads skip Fastify when their answer is ready (plugins/fast-lane.ts).
+  const lane = new FastLane();
   const app = Fastify({
+    serverFactory: lane.serverFactory,
     logger: logger ?? {
       level: config.logLevel,
       redact: ['req.headers.authorization', 'req.headers.cookie'],
@@ -117,6 +101,16 @@ export async function buildApp({ config, storage, cards, logger }: AppOptions): 
 
   app.decorate('config', config);
   app.decorate('storage', storage);
+  app.decorate('fastLane', lane);
+  app.addHook('onReady', (done) => {
+    lane.setOpen(true);
+    done();
+  });
+  // From here on Fastify answers every request, with 503 and `Connection: close` while it closes.
+  app.addHook('preClose', (done) => {
+    lane.setOpen(false);
+    done();
+  });
   if (cards === undefined) {
     const own = createCardService(config);
     app.decorate('cards', own);

@@ -11,6 +11,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import pino from 'pino';
+import type { AccessLogWriter } from './fast-lane.ts';
 
 /** Bytes (UTF-16 code units) that make a batch worth writing at once. */
 const BATCH = 16 * 1024;
@@ -90,23 +91,18 @@ export default fp<AccessLogOptions>(
     if (log.isLevelEnabled?.('info') !== true) return;
     // pino's own prefix of every line of this logger: `,"pid":…,"hostname":…`.
     const prefix = log[pino.symbols.chindingsSym];
-    if (destination !== undefined && typeof prefix === 'string') {
-      // A callback hook: cheaper than an async one on the hot path.
-      app.addHook('onResponse', (request, reply, done) => {
-        if (log.isLevelEnabled!('info')) {
-          destination.write(accessLine(prefix, Date.now(), request.id, request.method, request.url, reply.statusCode, Math.round(reply.elapsedTime * 10) / 10));
-        }
-        done();
-      });
-      return;
-    }
+    const write: AccessLogWriter =
+      destination !== undefined && typeof prefix === 'string'
+        ? (id, method, url, status, ms) => {
+            if (log.isLevelEnabled!('info')) destination.write(accessLine(prefix, Date.now(), id, method, url, status, ms));
+          }
+        : (id, method, url, status, ms) => app.log.info({ reqId: id, method, url, status, ms }, 'request');
+    // A callback hook: cheaper than an async one on the hot path.
     app.addHook('onResponse', (request, reply, done) => {
-      app.log.info(
-        { reqId: request.id, method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
-        'request',
-      );
+      write(request.id, request.method, request.url, reply.statusCode, Math.round(reply.elapsedTime * 10) / 10);
       done();
     });
+    app.fastLane.logTo(write);
   },
   { name: 'access-log' },
 );

@@ -28,7 +28,8 @@ type TimedResponse = ServerResponse & { [kStart]: number; [kRoute]: RouteSeries 
 /** The series of each route pattern, by pattern; unknown paths share `unmatched`. */
 const routes = new Map<string, RouteSeries>();
 
-function routeSeries(method: string, label: string): RouteSeries {
+/** routeSeries is the series of a route pattern (Fastify's, as `/api/v1/nonsense/:id`) for one method. */
+export function routeSeries(method: string, label: string): RouteSeries {
   let found = routes.get(label);
   if (found === undefined) {
     found = requestMetrics.route(method, label);

@@ -61,6 +61,8 @@ export default fp(
         throw new HttpProblem(503, `The service is overloaded; try again in ${OVERLOAD_RETRY_AFTER_S} s.`, {}, { 'retry-after': String(OVERLOAD_RETRY_AFTER_S) });
       },
     });
+    // Under pressure, the fast lane leaves its requests to the hook above, which decides.
+    app.fastLane.admit(() => !app.isUnderPressure());
   },
   { name: 'overload', dependencies: ['problem'] },
 );

@@ -52,6 +52,21 @@ export class BudgetedStore {
     callback(null, { current: counter.current, ttl: timeWindow - (now - counter.startMs) });
   }
 
+  /**
+   * take spends one unit of `key`'s budget unless that would go over `max`, synchronously: the
+   * counter after it and the milliseconds left of its window, or null (nothing spent) when the unit
+   * would be one too many. The fast lane's check; a refusal is left to @fastify/rate-limit's hook,
+   * which counts it and answers 429 as for any other route.
+   */
+  take(key: string, timeWindow: number, max: number): { current: number; ttl: number } | null {
+    const now = this.now();
+    const counter = this.counters.get(key);
+    if (counter !== undefined && counter.startMs + timeWindow > now && counter.current + 1 > max) return null;
+    let result: { current: number; ttl: number } | null = null;
+    this.incr(key, (_error, taken) => (result = taken), timeWindow);
+    return result;
+  }
+
   read(key: string, callback: Callback, timeWindow: number): void {
     const now = this.now();
     const counter = this.counters.get(key);
@@ -59,26 +74,39 @@ export class BudgetedStore {
     else callback(null, { current: counter.current, ttl: timeWindow - (now - counter.startMs) });
   }
 
-  child(): BudgetedStore {
-    return new BudgetedStore(this.capacity, this.stores, this.now);
+  /** child makes the store of one budget; `budget` (an option of `app.rateLimit`) names it for `budget()`. */
+  child(params: object = {}): BudgetedStore {
+    const child = new BudgetedStore(this.capacity, this.stores, this.now);
+    const budget = (params as { budget?: unknown }).budget;
+    if (typeof budget === 'string') this.named?.set(budget, child);
+    return child;
   }
+
+  /** The budgets' stores by name, kept by the plugin's own instance. */
+  named: Map<string, BudgetedStore> | undefined;
 }
 
 /**
  * budgetedStore returns a store class for @fastify/rate-limit's `store` option whose budgets together
  * keep at most `bytes` of counters, and a function that tells how many they hold now.
  */
-export function budgetedStore(bytes: number, budgets: number): { Store: new () => BudgetedStore; counters: () => number } {
+export function budgetedStore(
+  bytes: number,
+  budgets: number,
+): { Store: new () => BudgetedStore; counters: () => number; budget: (name: string) => BudgetedStore | undefined } {
   const capacity = Math.max(1, Math.floor(bytes / COUNTER_BYTES / budgets));
   const stores = new Set<BudgetedStore>();
+  const named = new Map<string, BudgetedStore>();
   return {
     Store: class extends BudgetedStore {
       constructor() {
         super(capacity, stores);
         // The plugin's own instance is only the parent of the budgets' stores.
         stores.delete(this);
+        this.named = named;
       }
     },
+    budget: (name) => named.get(name),
     counters: () => {
       let total = 0;
       for (const store of stores) total += store.size;

@@ -13,7 +13,8 @@ import type { RateLimit } from '../config.ts';
 import { rateLimited, watchCache } from '../metrics/registry.ts';
 import { problemResponse } from '../schemas/api.ts';
 import { HttpProblem } from './problem.ts';
-import { budgetedStore, COUNTER_BYTES } from './rate-limit-store.ts';
+import type { Admission } from './fast-lane.ts';
+import { budgetedStore, COUNTER_BYTES, type BudgetedStore } from './rate-limit-store.ts';
 
 type Limiter = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
@@ -72,6 +73,23 @@ function imageOrRead(image: Limiter | undefined, read: Limiter | undefined): onR
   };
 }
 
+/**
+ * readAdmission spends the read budget for the fast lane (plugins/fast-lane.ts) from the in-process
+ * store, and sets the same RateLimit-* headers as @fastify/rate-limit. It leaves to that plugin's hook
+ * a request that would exceed the budget (the hook counts it and answers 429), and every request when
+ * the counters are in Redis (an asynchronous store) or the client's address comes through a proxy
+ * (Fastify works it out from TRUST_PROXY).
+ */
+function readAdmission(store: BudgetedStore | undefined, limit: NonNullable<RateLimit>, trustProxy: unknown): Admission {
+  if (store === undefined || trustProxy !== false) return () => false;
+  return (request, headers) => {
+    const taken = store.take(`read:${normalizeIP(request.socket.remoteAddress ?? '')}`, limit.windowMs, limit.max);
+    if (taken === null) return false;
+    headers.push('ratelimit-limit', String(limit.max), 'ratelimit-remaining', String(Math.max(0, limit.max - taken.current)), 'ratelimit-reset', String(Math.ceil(taken.ttl / 1000)));
+    return true;
+  };
+}
+
 export default fp(
   async function rateLimitsPlugin(app: FastifyInstance) {
     const { rateLimitRead, rateLimitImage, rateLimitReport, redisUrl } = app.config;
@@ -113,6 +131,9 @@ export default fp(
             max: limit.max,
             timeWindow: limit.windowMs,
             keyGenerator: (request: FastifyRequest) => `${name}:${normalizeIP(request.ip)}`,
+            // Names the budget's store (rate-limit-store.ts), which the fast lane's check below reads;
+            // the plugin passes options it does not know on to the store.
+            ...({ budget: name } as object),
             onExceeded: () => rateLimited.inc({ budget: name }),
             // The plugin's own `after` is the time left, not the window; the detail says both.
             errorResponseBuilder: (_request: FastifyRequest, context: { ttl: number }) =>
@@ -126,6 +147,10 @@ export default fp(
     const read = limiter('read', rateLimitRead);
     const image = limiter('image', rateLimitImage);
     app.decorate('reportLimit', limiter('report', rateLimitReport));
+
+    // The fast lane's routes are public reads: it spends the read budget itself when it can do so
+    // synchronously, with the same key and headers as the hook; else Fastify's hook decides.
+    if (rateLimitRead !== null) app.fastLane.admit(readAdmission(local?.budget('read'), rateLimitRead, app.config.trustProxy));
 
     app.addHook('onRoute', (route) => {
       // HEAD routes are added beside their GET (and `.png` HEADs render a card too), so they are charged alike.

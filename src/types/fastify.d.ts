@@ -1,4 +1,5 @@
 import type { Config } from '../config.ts';
+import type { FastLane } from '../plugins/fast-lane.ts';
 import type { CardService } from '../services/cards/index.ts';
 import type { Storage } from '../storage/index.ts';
 
@@ -7,5 +8,7 @@ declare module 'fastify' {
     config: Config;
     storage: Storage;
     cards: CardService;
+    /** The hottest reads, answered before Fastify when ready (plugins/fast-lane.ts). */
+    fastLane: FastLane;
   }
 }

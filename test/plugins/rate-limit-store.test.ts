@@ -56,4 +56,19 @@ describe('rate-limit counters in the app', () => {
       await t.close();
     }
   });
+
+  it('takes a unit synchronously unless it would be one too many, and names the budgets', () => {
+    const { Store, budget } = budgetedStore(1024 * 1024, 2);
+    const parent = new Store();
+    const read = parent.child({ budget: 'read' });
+    parent.child({ budget: 'image' });
+    expect(budget('read')).toBe(read);
+    expect(budget('report')).toBeUndefined();
+    expect(read.take('read:a', 1000, 2)).toMatchObject({ current: 1, ttl: 1000 });
+    expect(read.take('read:a', 1000, 2)).toMatchObject({ current: 2 });
+    // The third would exceed: nothing is spent, and the hook's own count still sees 2.
+    expect(read.take('read:a', 1000, 2)).toBeNull();
+    expect(count(read, 'read:a', 1000).current).toBe(3);
+    expect(read.take('read:b', 1000, 2)).toMatchObject({ current: 1 });
+  });
 });

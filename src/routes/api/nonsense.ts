@@ -7,7 +7,8 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import { uuidSegment } from '../../domain/uuid.ts';
+import fresh from 'fresh';
+import { parseUuid, uuidSegment } from '../../domain/uuid.ts';
 import { mathRandomPick } from '../../domain/variables.ts';
 import { ENTRY_JSON_TYPE, EntryJsonTemplate, entryJsonEncoder } from '../../formats/entry.ts';
 import { watchCache } from '../../metrics/registry.ts';
@@ -28,10 +29,16 @@ function entryUuid(id: string): string {
 
 const NO_ENTRIES = 'The database has no entries yet. Add some with the admin API or `nonsense import`.';
 
+/** entryBody is a prepared entry's JSON, its server variables filled in. */
+const entryBody = (entry: PreparedEntry<EntryJsonTemplate>) => (entry instanceof EntryJsonTemplate ? entry.render(mathRandomPick) : entry);
+
 /** sendEntry sends a prepared entry as the JSON response. */
 function sendEntry(reply: FastifyReply, entry: PreparedEntry<EntryJsonTemplate>): void {
-  reply.header('content-type', ENTRY_JSON_TYPE).send(entry instanceof EntryJsonTemplate ? entry.render(mathRandomPick) : entry);
+  reply.header('content-type', ENTRY_JSON_TYPE).send(entryBody(entry));
 }
+
+/** The headers of a random entry in the fast lane, besides the common ones. */
+const RANDOM_HEADERS = ['content-type', ENTRY_JSON_TYPE, 'cache-control', 'no-store'];
 
 const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { entries, variables, cache } = app.storage;
@@ -56,12 +63,42 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
     for (const stop of unwatch) stop();
   });
 
-  // The ETag of a by-UUID answer is the revision's; made once per revision.
-  let tagged = { revision: -1, tag: '' };
-  const tagOf = (revision: number) => {
-    if (tagged.revision !== revision) tagged = { revision, tag: revisionTag(revision) };
-    return tagged.tag;
+  // The ETag of a by-UUID answer is the revision's; made once per revision, with the fast lane's headers.
+  let tagged = { revision: -1, tag: '', headers: [] as string[], notModifiedHeaders: [] as string[] };
+  const taggedOf = (revision: number) => {
+    if (tagged.revision !== revision) {
+      const tag = revisionTag(revision);
+      const notModifiedHeaders = ['etag', tag, 'cache-control', 'no-cache'];
+      tagged = { revision, tag, headers: ['content-type', ENTRY_JSON_TYPE, ...notModifiedHeaders], notModifiedHeaders };
+    }
+    return tagged;
   };
+  const tagOf = (revision: number) => taggedOf(revision).tag;
+
+  // The fast lane (plugins/fast-lane.ts) answers both from the current snapshot, before Fastify; the
+  // routes below answer whatever it leaves: the database path, errors, HEAD, query strings.
+  const random = `${app.prefix}/nonsense/random`;
+  app.fastLane.get(random, random, () => {
+    const snapshot = entryCache.snapshotNow();
+    if (snapshot === null || snapshot.count === 0) return undefined;
+    return { status: 200, headers: RANDOM_HEADERS, body: entryBody(snapshot.at(mathRandomPick(snapshot.count))) };
+  });
+  const byUuid = `${app.prefix}/nonsense/`;
+  app.fastLane.get(
+    byUuid,
+    `${app.prefix}/nonsense/:id`,
+    (path, request) => {
+      const snapshot = entryCache.snapshotNow();
+      const uuid = parseUuid(path.slice(byUuid.length));
+      if (snapshot === null || uuid === null) return undefined;
+      const i = snapshot.find(uuid);
+      if (i === -1) return undefined;
+      const { tag, headers, notModifiedHeaders } = taggedOf(snapshot.revision);
+      if (request.headers['if-none-match'] !== undefined && fresh(request.headers, { etag: tag })) return { status: 304, headers: notModifiedHeaders, body: '' };
+      return { status: 200, headers, body: entryBody(snapshot.at(i)) };
+    },
+    36,
+  );
 
   app.get(
     '/nonsense/random',

@@ -1,0 +1,142 @@
+/**
+ * The fast lane: the hottest reads (a random entry, an entry by UUID) answered by a plain node:http
+ * handler in front of Fastify, when their answer is ready in memory.
+ *
+ * Fastify's request and reply objects, its hook runner and its header handling cost about as much as
+ * the whole answer of these two routes when the entry snapshot holds it (docs/performance.md). The
+ * lane answers such a request with the same bytes and the same side effects as the Fastify route:
+ * the same status, body and headers (the request id, CORS and security headers of headers.ts, the
+ * route's own), one line in the access log, the same latency series in /metrics, and the same
+ * rate-limit and overload decisions. Everything else goes to Fastify untouched: other paths and
+ * methods, query strings, trailing slashes, errors (an unknown UUID is Fastify's 404), an entry
+ * snapshot that is not current, a request that an admission (overload, an exhausted rate limit) does
+ * not let in, a service shutting down. test/routes/fast-lane.test.ts holds the lane to that.
+ *
+ * A route enters the lane from its plugin (`app.fastLane.get(...)`), beside its Fastify declaration,
+ * which stays the one the API description and `inject` see.
+ */
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { FastifyServerFactory } from 'fastify';
+import type { RouteSeries } from '../metrics/requests.ts';
+import { COMMON_HEADERS, requestId } from './headers.ts';
+import { routeSeries } from './metrics.ts';
+
+/** What a lane route answers: a status, its own headers (a flat list of lower-case names and values) and a body. */
+export interface LaneAnswer {
+  readonly status: 200 | 304;
+  readonly headers: readonly string[];
+  readonly body: string | Buffer;
+}
+
+/** A lane route answers a GET of its path from memory, or returns undefined to leave it to Fastify. */
+export type LaneHandler = (path: string, request: IncomingMessage) => LaneAnswer | undefined;
+
+/**
+ * An admission decides, once the answer is known, whether the lane may send it: true lets it in
+ * (after adding any headers of its own to `headers`), false leaves the request to Fastify, whose own
+ * hook then decides as it always does. An admission with a side effect (spending a rate-limit unit)
+ * has it only when it returns true.
+ */
+export type Admission = (request: IncomingMessage, headers: string[]) => boolean;
+
+/** Writes the access-log line of an answered request (plugins/access-log.ts). */
+export type AccessLogWriter = (id: string, method: string, url: string, status: number, ms: number) => void;
+
+interface LaneRoute {
+  readonly handler: LaneHandler;
+  readonly series: RouteSeries;
+}
+
+export class FastLane {
+  /** Routes by exact path. */
+  private readonly exact = new Map<string, LaneRoute>();
+  /** Routes of a fixed prefix and one path segment of a fixed length (`/api/v1/nonsense/<uuid>`). */
+  private readonly segments: { prefix: string; length: number; route: LaneRoute }[] = [];
+  private readonly admissions: Admission[] = [];
+  private accessLog: AccessLogWriter | undefined;
+  /** Open from the app's start (onReady) until it begins to close (preClose): Fastify answers outside. */
+  private open = false;
+
+  /**
+   * get adds a GET route: `path` exactly, or with `segment` the path `path` followed by one segment of
+   * `segment` characters. `label` is the route pattern of its metrics series, as Fastify names it.
+   */
+  get(path: string, label: string, handler: LaneHandler, segment?: number): void {
+    const route = { handler, series: routeSeries('GET', label) };
+    if (segment === undefined) this.exact.set(path, route);
+    else this.segments.push({ prefix: path, length: path.length + segment, route });
+  }
+
+  /** admit adds an admission every lane request must pass (in the order added). */
+  admit(admission: Admission): void {
+    this.admissions.push(admission);
+  }
+
+  /** logTo sets the access log's writer; without one, the lane writes no access log (LOG_LEVEL above info). */
+  logTo(writer: AccessLogWriter | undefined): void {
+    this.accessLog = writer;
+  }
+
+  setOpen(open: boolean): void {
+    this.open = open;
+  }
+
+  /**
+   * serverFactory is Fastify's `serverFactory`: the HTTP server Fastify would create itself, with the
+   * same settings, whose requests go through the lane first.
+   */
+  readonly serverFactory: FastifyServerFactory = (fastifyHandler, fastifyOptions) => {
+    // Fastify's options, with its defaults filled in; its types leave them open.
+    const options = fastifyOptions as { http?: http.ServerOptions; keepAliveTimeout: number; requestTimeout: number; connectionTimeout: number; maxRequestsPerSocket?: number | null };
+    const server = http.createServer(options.http ?? {}, (request, response) => {
+      if (!this.serve(request, response)) fastifyHandler(request, response);
+    });
+    // What Fastify sets on the server it creates itself (fastify/lib/server.js).
+    server.keepAliveTimeout = options.keepAliveTimeout;
+    server.requestTimeout = options.requestTimeout;
+    server.setTimeout(options.connectionTimeout);
+    if (typeof options.maxRequestsPerSocket === 'number' && options.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket;
+    return server;
+  };
+
+  /** serve answers a request in the lane and tells whether it did; false leaves it untouched for Fastify. */
+  serve(request: IncomingMessage, response: ServerResponse): boolean {
+    if (!this.open || request.method !== 'GET') return false;
+    const url = request.url!;
+    const route = this.route(url);
+    if (route === undefined) return false;
+    const started = performance.now();
+    const answer = route.handler(url, request);
+    if (answer === undefined) return false;
+
+    const id = requestId(request);
+    const headers = ['x-request-id', id, ...COMMON_HEADERS, ...answer.headers];
+    for (let i = 0; i < this.admissions.length; i++) if (!this.admissions[i]!(request, headers)) return false;
+    if (answer.status === 304) {
+      // As Fastify sends it: no body and no Content-Length.
+      response.writeHead(304, headers);
+      response.end();
+    } else {
+      const body = answer.body;
+      headers.push('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length));
+      response.writeHead(answer.status, headers);
+      response.end(body);
+    }
+
+    const ms = performance.now() - started;
+    route.series.series('GET', answer.status).observe(ms / 1000);
+    this.accessLog?.(id, 'GET', url, answer.status, Math.round(ms * 10) / 10);
+    return true;
+  }
+
+  private route(url: string): LaneRoute | undefined {
+    const exact = this.exact.get(url);
+    if (exact !== undefined) return exact;
+    for (let i = 0; i < this.segments.length; i++) {
+      const candidate = this.segments[i]!;
+      if (url.length === candidate.length && url.startsWith(candidate.prefix) && url.indexOf('/', candidate.prefix.length) === -1) return candidate.route;
+    }
+    return undefined;
+  }
+}
