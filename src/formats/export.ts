@@ -43,10 +43,39 @@ export async function readAhead<T>(iterable: AsyncIterable<T>): Promise<AsyncIte
   };
 }
 
+/** exportHead is what an export file starts with, before its first page. */
+export function exportHead(format: ExportFormat): string {
+  return format === 'json' ? '[' : '';
+}
+
 /**
- * serializeExport turns pages of stored entries into chunks of the export file. TXT expects pages
- * of single-line entries only (the query filters them).
+ * exportPage is one page of entries as a piece of the export file; `first` tells whether it is the
+ * file's first page (the CSV header, JSON's separators). TXT expects single-line entries only (the
+ * query filters them).
  */
+export function exportPage(format: ExportFormat, page: readonly EntryRecord[], variables: ServerVariables, first: boolean, pick: PickIndex = mathRandomPick): string {
+  if (format === 'csv') {
+    // Straight from the stored entry to the record: no delivered object per entry.
+    let text = first ? CSV_HEADER : '';
+    for (const entry of page) {
+      const delivered = substitute(entry.text, variables, pick);
+      text += csvRecord(entry.uuid, delivered.text, delivered.hasVariables ? entry.text : undefined, entry.timestamp);
+    }
+    return text;
+  }
+  const delivered = page.map((entry) => deliverEntry(entry, variables, pick));
+  if (format === 'json') return (first ? '\n' : ',\n') + delivered.map((e) => JSON.stringify(e)).join(',\n');
+  return delivered.map((e) => `${e.nonsense}\n`).join('');
+}
+
+/** exportTail is what an export file ends with; `empty` when it had no page. */
+export function exportTail(format: ExportFormat, empty: boolean): string {
+  if (format === 'csv') return empty ? CSV_HEADER : '';
+  if (format === 'json') return empty ? ']' : '\n]\n';
+  return '';
+}
+
+/** serializeExport turns pages of stored entries into chunks of the export file. */
 export async function* serializeExport(
   format: ExportFormat,
   pages: AsyncIterable<readonly EntryRecord[]>,
@@ -54,27 +83,12 @@ export async function* serializeExport(
   pick: PickIndex = mathRandomPick,
 ): AsyncGenerator<string> {
   let first = true;
-  if (format === 'json') yield '[';
+  const head = exportHead(format);
+  if (head !== '') yield head;
   for await (const page of pages) {
-    if (format === 'csv') {
-      // Straight from the stored entry to the record: no delivered object per entry.
-      let text = first ? CSV_HEADER : '';
-      for (const entry of page) {
-        const delivered = substitute(entry.text, variables, pick);
-        text += csvRecord(entry.uuid, delivered.text, delivered.hasVariables ? entry.text : undefined, entry.timestamp);
-      }
-      yield text;
-      first = false;
-      continue;
-    }
-    const delivered = page.map((entry) => deliverEntry(entry, variables, pick));
-    if (format === 'json') {
-      yield (first ? '\n' : ',\n') + delivered.map((e) => JSON.stringify(e)).join(',\n');
-    } else {
-      yield delivered.map((e) => `${e.nonsense}\n`).join('');
-    }
+    yield exportPage(format, page, variables, first, pick);
     first = false;
   }
-  if (format === 'csv' && first) yield CSV_HEADER;
-  if (format === 'json') yield first ? ']' : '\n]\n';
+  const tail = exportTail(format, first);
+  if (tail !== '') yield tail;
 }

@@ -6,10 +6,14 @@ import { exportSelection } from '../../domain/export-params.ts';
 import { EXPORT_CONTENT_TYPES, EXPORT_PAGE_SIZE, readAhead, serializeExport } from '../../formats/export.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { badRequest } from '../../plugins/problem.ts';
+import { ExportWorkers } from '../../services/export/index.ts';
 import { ExportCsv, ExportQuery, ExportTxt, Entries, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
 
 const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { entryQuery, variables, cache } = app.storage;
+  // The embedded database's exports are read and written off the event loop (services/export).
+  const workers = ExportWorkers.forDatabase(app.config.database);
+  if (workers) app.addHook('onClose', () => workers.close());
 
   app.get(
     '/nonsense',
@@ -40,12 +44,17 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Every parameter is checked above, and the first page read below, before the first byte is sent.
       const tag = createHash('sha256').update(JSON.stringify([format, filter])).digest('base64url').slice(0, 16);
       if (notModified(request, reply, `W/"r${await cache.current()}-${tag}"`, 'no-cache')) return reply;
-      const pages = request.method === 'HEAD' ? null : await readAhead(entryQuery.pages(filter, EXPORT_PAGE_SIZE));
+      let chunks: AsyncIterable<string | Uint8Array> | null = null;
+      if (request.method !== 'HEAD') {
+        const values = await variables.values();
+        chunks = workers
+          ? (await workers.firstPage(format, filter, EXPORT_PAGE_SIZE, values)).rest()
+          : serializeExport(format, await readAhead(entryQuery.pages(filter, EXPORT_PAGE_SIZE)), values);
+      }
       reply
         .type(EXPORT_CONTENT_TYPES[format])
         .header('content-disposition', `attachment; filename="nonsense.${format}"`);
-      if (pages === null) return reply.send('');
-      const chunks = serializeExport(format, pages, await variables.values());
+      if (chunks === null) return reply.send('');
       // A stream of the bytes the response schemas describe (not an object for the serialiser).
       return reply.send(Readable.from(chunks) as never);
     },

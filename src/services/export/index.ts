@@ -1,0 +1,86 @@
+/**
+ * Exports from the embedded database are read and written in a worker thread, a page per task
+ * (page-worker.ts), so that the event loop only passes finished bytes on to the client. Reading a
+ * page of 1,000 entries from SQLite and writing it as CSV, JSON or TXT holds a thread for a few
+ * milliseconds; on the event loop that made every point lookup behind it wait (mixed load, point
+ * lookups at 7 times their idle latency). PostgreSQL is read asynchronously already and exports on
+ * the main thread, as does an in-memory database, which a worker cannot open.
+ *
+ * One thread serves every export, its pages taken in turn (piscina's queue), so concurrent exports
+ * share it fairly and a burst of exports cannot start threads without bound. It starts with the first
+ * export and exits after a minute without one.
+ */
+import type { Piscina } from 'piscina';
+import type { DatabaseTarget } from '../../config.ts';
+import type { ExportFormat } from '../../domain/export-params.ts';
+import type { EntryFilter } from '../../domain/entry-selection.ts';
+import type { ServerVariables } from '../../domain/variables.ts';
+import { exportHead, exportTail } from '../../formats/export.ts';
+import type { PageResult, PageTask } from './page-worker.ts';
+
+// From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself; see page-worker-tsx.mjs.
+const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./page-worker-tsx.mjs', import.meta.url) : new URL('./page-worker.js', import.meta.url);
+
+/** An idle worker exits after this long; the next export waits ~100 ms for a new one. */
+const IDLE_TIMEOUT_MS = 60_000;
+
+/** A page is a bounded piece of work: a worker going past this heap is a bug, and is stopped. */
+const WORKER_MAX_HEAP_MB = 64;
+
+export class ExportWorkers {
+  private started: Promise<Piscina> | null = null;
+
+  private constructor(private readonly file: string) {}
+
+  /** forDatabase returns the workers for an SQLite file, or null when exports stay on the main thread. */
+  static forDatabase(target: DatabaseTarget): ExportWorkers | null {
+    return target.engine === 'sqlite' && target.file !== ':memory:' ? new ExportWorkers(target.file) : null;
+  }
+
+  private piscina(): Promise<Piscina> {
+    this.started ??= import('piscina').then(
+      ({ Piscina }) =>
+        new Piscina({
+          filename: WORKER_FILE.href,
+          minThreads: 0,
+          maxThreads: 1,
+          idleTimeout: IDLE_TIMEOUT_MS,
+          concurrentTasksPerWorker: 1,
+          resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_HEAP_MB },
+        }),
+    );
+    return this.started;
+  }
+
+  /**
+   * firstPage reads an export's first page, so that a failure there becomes an error answer before
+   * any byte is sent; `rest` then yields the whole file, that page included, a page per chunk, asking
+   * for the next page only once the previous one has been taken (the response's backpressure).
+   * Stopping the iteration (a client gone) stops the walk.
+   */
+  async firstPage(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables): Promise<{ rest: () => AsyncGenerator<Uint8Array> }> {
+    const pool = await this.piscina();
+    const task = (after?: PageTask['after']): Promise<PageResult> =>
+      pool.run({ file: this.file, format, filter, pageSize, variables, ...(after ? { after } : {}) } satisfies PageTask) as Promise<PageResult>;
+    const first = await task();
+    const encoder = new TextEncoder();
+    return {
+      async *rest() {
+        const head = exportHead(format);
+        if (head !== '') yield encoder.encode(head);
+        let page = first;
+        if (page.bytes.length > 0) yield page.bytes;
+        while (page.next !== null) {
+          page = await task(page.next);
+          if (page.bytes.length > 0) yield page.bytes;
+        }
+        const tail = exportTail(format, first.bytes.length === 0);
+        if (tail !== '') yield encoder.encode(tail);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.started !== null) await (await this.started).close();
+  }
+}
