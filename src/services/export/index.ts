@@ -55,7 +55,7 @@ export class ExportWorkers {
   /**
    * firstPage reads an export's first page, so that a failure there becomes an error answer before
    * any byte is sent; `rest` then yields the whole file, that page included, a page per chunk, asking
-   * for the next page only once the previous one has been taken (the response's backpressure).
+   * for the page after next only once the previous one has been taken (the response's backpressure).
    * Stopping the iteration (a client gone) stops the walk.
    */
   async firstPage(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables): Promise<{ rest: () => AsyncGenerator<Uint8Array> }> {
@@ -68,11 +68,19 @@ export class ExportWorkers {
       async *rest() {
         const head = exportHead(format);
         if (head !== '') yield encoder.encode(head);
+        // The worker reads the next page while this one is sent: one page ahead, no more.
         let page = first;
-        if (page.bytes.length > 0) yield page.bytes;
-        while (page.next !== null) {
-          page = await task(page.next);
+        let ahead = page.next === null ? null : task(page.next);
+        try {
           if (page.bytes.length > 0) yield page.bytes;
+          while (ahead !== null) {
+            page = await ahead;
+            ahead = page.next === null ? null : task(page.next);
+            if (page.bytes.length > 0) yield page.bytes;
+          }
+        } finally {
+          // A client gone mid-file: the page read ahead is dropped, and so is any error it ends with.
+          ahead?.catch(() => {});
         }
         const tail = exportTail(format, first.bytes.length === 0);
         if (tail !== '') yield encoder.encode(tail);
