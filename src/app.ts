@@ -32,6 +32,7 @@ import odataRoutes from './routes/odata/index.ts';
 import siteRoutes from './routes/site/index.ts';
 import sharePageRoutes from './routes/site/share-page.ts';
 import { createCardService, type CardService } from './services/cards/index.ts';
+import { ExportWorkers } from './services/export/index.ts';
 import type { Storage } from './storage/index.ts';
 
 export interface AppOptions {
@@ -39,12 +40,17 @@ export interface AppOptions {
   storage: Storage;
   /** The share card service (render workers, card cache); the caller closes it after the app. Without it the app builds one and closes it itself. */
   cards?: CardService;
+  /**
+   * Whether exports from an SQLite file are read and written in a worker thread (services/export);
+   * default true. Tests of the event-loop path (PostgreSQL's) on SQLite turn it off.
+   */
+  exportWorkers?: boolean;
   /** Overrides the logger built from LOG_LEVEL (tests pass false). */
   logger?: boolean | object;
 }
 
 /** buildApp assembles plugins and routes; the caller owns `storage` and closes it after the app. */
-export async function buildApp({ config, storage, cards, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, storage, cards, logger, exportWorkers = true }: AppOptions): Promise<FastifyInstance> {
   const destination = logger === undefined && config.logLevel !== 'silent' ? logDestination() : undefined;
   // The hottest reads skip Fastify when their answer is ready (plugins/fast-lane.ts).
   const lane = new FastLane();
@@ -116,6 +122,9 @@ export async function buildApp({ config, storage, cards, logger }: AppOptions): 
     app.decorate('cards', own);
     app.addHook('onClose', () => own.close());
   } else app.decorate('cards', cards);
+  const exports = exportWorkers ? ExportWorkers.forDatabase(config.database) : null;
+  app.decorate('exportWorkers', exports);
+  if (exports !== null) app.addHook('onClose', () => exports.close());
 
   await app.register(accessLog, { destination });
   await app.register(problem);

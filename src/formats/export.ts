@@ -3,7 +3,7 @@
  * memory used does not depend on the size of the database.
  */
 import type { ExportFormat } from '../domain/export-params.ts';
-import { mathRandomPick, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
+import { seededPick, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
 import type { EntryRecord } from '../storage/entries.ts';
 import { CSV_HEADER, csvRecord } from './csv.ts';
 import { deliverEntry } from './entry.ts';
@@ -43,6 +43,21 @@ export async function readAhead<T>(iterable: AsyncIterable<T>): Promise<AsyncIte
   };
 }
 
+/**
+ * exportSeed draws the seed of one export's server-variable picks. Page `n` of the export picks
+ * with `pagePick(seed, n)`, wherever it is written (on the event loop, or in an export worker,
+ * services/export), so an export is one reproducible draw: the same seed gives the same file on
+ * either engine and on either path.
+ */
+export function exportSeed(): string {
+  return Math.floor(Math.random() * 2 ** 32).toString(36);
+}
+
+/** pagePick is the pick of page `page` (0 for the first) of the export drawn as `seed`. */
+export function pagePick(seed: string, page: number): PickIndex {
+  return seededPick(`${seed}/${page}`);
+}
+
 /** exportHead is what an export file starts with, before its first page. */
 export function exportHead(format: ExportFormat): string {
   return format === 'json' ? '[' : '';
@@ -53,7 +68,7 @@ export function exportHead(format: ExportFormat): string {
  * file's first page (the CSV header, JSON's separators). TXT expects single-line entries only (the
  * query filters them).
  */
-export function exportPage(format: ExportFormat, page: readonly EntryRecord[], variables: ServerVariables, first: boolean, pick: PickIndex = mathRandomPick): string {
+export function exportPage(format: ExportFormat, page: readonly EntryRecord[], variables: ServerVariables, first: boolean, pick: PickIndex): string {
   if (format === 'csv') {
     // Straight from the stored entry to the record: no delivered object per entry.
     let text = first ? CSV_HEADER : '';
@@ -80,13 +95,14 @@ export async function* serializeExport(
   format: ExportFormat,
   pages: AsyncIterable<readonly EntryRecord[]>,
   variables: ServerVariables,
-  pick: PickIndex = mathRandomPick,
+  seed: string = exportSeed(),
 ): AsyncGenerator<string> {
   let first = true;
+  let n = 0;
   const head = exportHead(format);
   if (head !== '') yield head;
   for await (const page of pages) {
-    yield exportPage(format, page, variables, first, pick);
+    yield exportPage(format, page, variables, first, pagePick(seed, n++));
     first = false;
   }
   const tail = exportTail(format, first);

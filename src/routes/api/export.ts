@@ -6,14 +6,12 @@ import { exportSelection } from '../../domain/export-params.ts';
 import { EXPORT_CONTENT_TYPES, EXPORT_PAGE_SIZE, readAhead, serializeExport } from '../../formats/export.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { badRequest } from '../../plugins/problem.ts';
-import { ExportWorkers } from '../../services/export/index.ts';
 import { ExportCsv, ExportQuery, ExportTxt, Entries, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
 
 const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { entryQuery, variables, cache } = app.storage;
   // The embedded database's exports are read and written off the event loop (services/export).
-  const workers = ExportWorkers.forDatabase(app.config.database);
-  if (workers) app.addHook('onClose', () => workers.close());
+  const workers = app.exportWorkers;
 
   app.get(
     '/nonsense',

@@ -15,8 +15,8 @@ import type { DatabaseTarget } from '../../config.ts';
 import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
-import { exportHead, exportTail } from '../../formats/export.ts';
-import type { PageResult, PageTask } from './page-worker.ts';
+import { exportHead, exportSeed, exportTail } from '../../formats/export.ts';
+import type { PageFailure, PageResult, PageTask } from './page-worker.ts';
 
 // From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself; see page-worker-tsx.mjs.
 const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./page-worker-tsx.mjs', import.meta.url) : new URL('./page-worker.js', import.meta.url);
@@ -60,8 +60,15 @@ export class ExportWorkers {
    */
   async firstPage(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables): Promise<{ rest: () => AsyncGenerator<Uint8Array> }> {
     const pool = await this.piscina();
-    const task = (after?: PageTask['after']): Promise<PageResult> =>
-      pool.run({ file: this.file, format, filter, pageSize, variables, ...(after ? { after } : {}) } satisfies PageTask) as Promise<PageResult>;
+    const seed = exportSeed();
+    let page = 0;
+    const task = async (after?: PageTask['after']): Promise<PageResult> => {
+      const result = (await pool.run({ file: this.file, format, filter, pageSize, variables, seed, page: page++, ...(after ? { after } : {}) } satisfies PageTask)) as
+        | PageResult
+        | PageFailure;
+      if ('failed' in result) throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
+      return result;
+    };
     const first = await task();
     const encoder = new TextEncoder();
     return {
@@ -69,14 +76,14 @@ export class ExportWorkers {
         const head = exportHead(format);
         if (head !== '') yield encoder.encode(head);
         // The worker reads the next page while this one is sent: one page ahead, no more.
-        let page = first;
-        let ahead = page.next === null ? null : task(page.next);
+        let current = first;
+        let ahead = current.next === null ? null : task(current.next);
         try {
-          if (page.bytes.length > 0) yield page.bytes;
+          if (current.bytes.length > 0) yield current.bytes;
           while (ahead !== null) {
-            page = await ahead;
-            ahead = page.next === null ? null : task(page.next);
-            if (page.bytes.length > 0) yield page.bytes;
+            current = await ahead;
+            ahead = current.next === null ? null : task(current.next);
+            if (current.bytes.length > 0) yield current.bytes;
           }
         } finally {
           // A client gone mid-file: the page read ahead is dropped, and so is any error it ends with.

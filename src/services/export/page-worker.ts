@@ -7,7 +7,7 @@ import { openDatabase, type Database } from '../../db/database.ts';
 import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
-import { exportPage } from '../../formats/export.ts';
+import { exportPage, pagePick } from '../../formats/export.ts';
 import { EntryQuery } from '../../storage/entry-query.ts';
 
 export interface PageTask {
@@ -19,6 +19,14 @@ export interface PageTask {
   after?: EntryCursor;
   pageSize: number;
   variables: ServerVariables;
+  /** The export's seed (formats/export.ts exportSeed) and this page's number, 0 for the first. */
+  seed: string;
+  page: number;
+}
+
+/** A failure as it crosses the thread: an Error loses its `code` (SQLITE_BUSY: 503) on the way. */
+export interface PageFailure {
+  failed: { message: string; code?: string };
 }
 
 export interface PageResult {
@@ -36,10 +44,19 @@ function entryQuery(file: string): Promise<EntryQuery> {
   return opened.database.then((database) => new EntryQuery(database.db, database.quirks));
 }
 
-export default async function exportPageTask(task: PageTask): Promise<PageResult> {
+export default async function exportPageTask(task: PageTask): Promise<PageResult | PageFailure> {
+  try {
+    return await readPage(task);
+  } catch (error) {
+    const { message, code } = error as { message?: unknown; code?: unknown };
+    return { failed: { message: String(message), ...(typeof code === 'string' ? { code } : {}) } };
+  }
+}
+
+async function readPage(task: PageTask): Promise<PageResult> {
   const query = await entryQuery(task.file);
   const rows = await query.page(task.filter, task.pageSize, task.after);
-  const text = rows.length === 0 ? '' : exportPage(task.format, rows, task.variables, task.after === undefined);
+  const text = rows.length === 0 ? '' : exportPage(task.format, rows, task.variables, task.after === undefined, pagePick(task.seed, task.page));
   const bytes = encoder.encode(text);
   const last = rows.at(-1);
   const next = rows.length < task.pageSize || last === undefined ? null : { timestamp: last.timestamp, uuid: last.uuid };

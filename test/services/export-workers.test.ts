@@ -1,0 +1,84 @@
+/**
+ * The export worker (src/services/export): the same file as the event-loop path for the same draw,
+ * page by page with backpressure, and failures that reach the response as errors (before the first
+ * byte) or as an aborted transfer (after it).
+ */
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { EXPORT_PAGE_SIZE, serializeExport } from '../../src/formats/export.ts';
+import { ExportWorkers } from '../../src/services/export/index.ts';
+import { createTestApp, entry, type TestContext } from '../helper.ts';
+import { mulberry32 } from '../seeded-random.ts';
+
+const sqlite = process.env.TEST_DATABASE !== 'postgres';
+
+async function collect(chunks: AsyncIterable<string | Uint8Array>): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const chunk of chunks) text += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+  return text + decoder.decode();
+}
+
+describe('ExportWorkers.forDatabase', () => {
+  it('takes an SQLite file, not an in-memory database or PostgreSQL', () => {
+    expect(ExportWorkers.forDatabase({ engine: 'sqlite', file: '/tmp/x.db' })).not.toBeNull();
+    expect(ExportWorkers.forDatabase({ engine: 'sqlite', file: ':memory:' })).toBeNull();
+    expect(ExportWorkers.forDatabase({ engine: 'postgres', url: 'postgres://127.0.0.1/x' } as never)).toBeNull();
+  });
+});
+
+describe.runIf(sqlite)('the export worker', () => {
+  let t: TestContext;
+  let workers: ExportWorkers;
+  const variables = new Map([['$ANIMAL$', ['goose', 'newt', 'yak']]]);
+
+  beforeAll(async () => {
+    const many = Array.from({ length: 2 * EXPORT_PAGE_SIZE + 300 }, (_, i) =>
+      entry(i % 7 === 0 ? `Entry ${i}: the $ANIMAL$ signs the guest book.` : `Entry ${i}, "quoted", with a comma.`, 1_700_200_000 + i),
+    );
+    t = await createTestApp({ entries: many });
+    workers = ExportWorkers.forDatabase(t.config.database)!;
+  });
+  afterAll(async () => {
+    await workers.close();
+    await t.close();
+  });
+
+  it('writes every format as the event-loop path does for the same draw', async () => {
+    for (const format of ['csv', 'json', 'txt'] as const) {
+      const filter = format === 'txt' ? { singleLine: true } : {};
+      vi.spyOn(Math, 'random').mockImplementation(mulberry32(5));
+      const first = await workers.firstPage(format, filter, EXPORT_PAGE_SIZE, variables);
+      vi.mocked(Math.random).mockRestore();
+      const offThread = await collect(first.rest());
+      vi.spyOn(Math, 'random').mockImplementation(mulberry32(5));
+      const onLoop = await collect(serializeExport(format, t.storage.entryQuery.pages(filter, EXPORT_PAGE_SIZE), variables));
+      vi.mocked(Math.random).mockRestore();
+      expect(offThread, format).toBe(onLoop);
+      expect(offThread).toContain('Entry 2299');
+      // Another draw picks other animals.
+      expect(await collect((await workers.firstPage(format, filter, EXPORT_PAGE_SIZE, variables)).rest())).not.toBe(onLoop);
+    }
+  });
+
+  it('writes an empty selection as an empty file of its format', async () => {
+    const none = { after: 2_000_000_000 };
+    expect(await collect((await workers.firstPage('json', none, EXPORT_PAGE_SIZE, variables)).rest())).toBe('[]');
+    expect(await collect((await workers.firstPage('csv', none, EXPORT_PAGE_SIZE, variables)).rest())).toBe('uuid,nonsense,original_nonsense,timestamp\r\n');
+  });
+
+  it('fails before the first byte when the first page cannot be read, and mid-file after that', async () => {
+    const rename = (from: string, to: string) => sql`alter table ${sql.raw(from)} rename to ${sql.raw(to)}`.execute(t.database.db);
+    const started = await workers.firstPage('csv', {}, EXPORT_PAGE_SIZE, variables);
+    await rename('entries', 'entries_away');
+    try {
+      await expect(workers.firstPage('csv', {}, EXPORT_PAGE_SIZE, variables)).rejects.toThrow(/no such table/);
+      // The walk started before: its first page is sent, the next one fails.
+      const chunks = started.rest()[Symbol.asyncIterator]();
+      expect(new TextDecoder().decode((await chunks.next()).value as Uint8Array)).toMatch(/^uuid,nonsense/);
+      await expect(chunks.next()).rejects.toThrow(/no such table/);
+    } finally {
+      await rename('entries_away', 'entries');
+    }
+  });
+});
