@@ -81,4 +81,21 @@ describe.runIf(sqlite)('the export worker', () => {
       await rename('entries_away', 'entries');
     }
   });
+
+  it('writes the largest pages there can be: 1,000 entries of 2,000 CJK characters with a long variable, three times', async () => {
+    const big = await createTestApp({
+      variables: [{ name: '$WIDE$', description: 'A long value.', values: ['😀'.repeat(500)] }],
+      entries: Array.from({ length: 3 * EXPORT_PAGE_SIZE }, (_, n) =>
+        entry(Array.from({ length: 1995 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7 + n) % 20000))).join('') + '$WIDE$', 1_700_300_000 + n),
+      ),
+    });
+    const pool = ExportWorkers.forDatabase(big.config.database)!;
+    try {
+      const json = await collect((await pool.firstPage('json', {}, EXPORT_PAGE_SIZE, await big.storage.variables.values())).rest());
+      expect((JSON.parse(json) as unknown[]).length).toBe(3 * EXPORT_PAGE_SIZE);
+    } finally {
+      await pool.close();
+      await big.close();
+    }
+  });
 });
