@@ -27,9 +27,9 @@ const IDLE_TIMEOUT_MS = 60_000;
 /**
  * A page is a bounded piece of work, but its largest is large: 1,000 entries of 2,000 CJK characters
  * with long server variables make a JSON page of 14 MB, and writing it needs several times that
- * (test/services/export-workers.test.ts writes three in a row; with 32 MiB the worker ran out). A worker going past this heap
- * is stopped and its export aborted. A small young generation keeps the thread's memory down; its
- * collections cost the worker, not the event loop.
+ * (test/services/export-workers.test.ts writes three in a row; with 32 MiB the worker ran out). A
+ * worker going past this heap is stopped and its export aborted. A small young generation keeps the
+ * thread's memory down; its collections cost the worker, not the event loop.
  */
 const WORKER_MAX_HEAP_MB = 128;
 const WORKER_YOUNG_GENERATION_MB = 4;
