@@ -38,18 +38,7 @@ export class BudgetedStore {
   }
 
   incr(key: string, callback: Callback, timeWindow: number): void {
-    const now = this.now();
-    let counter = this.counters.get(key);
-    if (counter === undefined || counter.startMs + timeWindow <= now) {
-      counter = { current: 1, startMs: now };
-    } else {
-      counter.current++;
-      // Most recently used last: Map keeps insertion order.
-      this.counters.delete(key);
-    }
-    this.counters.set(key, counter);
-    if (this.counters.size > this.capacity) this.counters.delete(this.counters.keys().next().value!);
-    callback(null, { current: counter.current, ttl: timeWindow - (now - counter.startMs) });
+    callback(null, this.count(key, timeWindow, this.now()));
   }
 
   /**
@@ -60,35 +49,48 @@ export class BudgetedStore {
    */
   take(key: string, timeWindow: number, max: number): { current: number; ttl: number } | null {
     const now = this.now();
-    const counter = this.counters.get(key);
-    if (counter !== undefined && counter.startMs + timeWindow > now && counter.current + 1 > max) return null;
-    let result: { current: number; ttl: number } | null = null;
-    this.incr(key, (_error, taken) => (result = taken), timeWindow);
-    return result;
+    const counter = this.live(key, timeWindow, now);
+    if (counter !== undefined && counter.current >= max) return null;
+    return this.count(key, timeWindow, now);
   }
 
   read(key: string, callback: Callback, timeWindow: number): void {
     const now = this.now();
-    const counter = this.counters.get(key);
-    if (counter === undefined || counter.startMs + timeWindow <= now) callback(null, { current: 0, ttl: 0 });
+    const counter = this.live(key, timeWindow, now);
+    if (counter === undefined) callback(null, { current: 0, ttl: 0 });
     else callback(null, { current: counter.current, ttl: timeWindow - (now - counter.startMs) });
   }
 
-  /** child makes the store of one budget; `budget` (an option of `app.rateLimit`) names it for `budget()`. */
-  child(params: object = {}): BudgetedStore {
-    const child = new BudgetedStore(this.capacity, this.stores, this.now);
-    const budget = (params as { budget?: unknown }).budget;
-    if (typeof budget === 'string') this.named?.set(budget, child);
-    return child;
+  /** child makes the store of one budget (@fastify/rate-limit passes the budget's options). */
+  child(_params: object = {}): BudgetedStore {
+    return new BudgetedStore(this.capacity, this.stores, this.now);
   }
 
-  /** The budgets' stores by name, kept by the plugin's own instance. */
-  named: Map<string, BudgetedStore> | undefined;
+  /** live is `key`'s counter while its window lasts. */
+  private live(key: string, timeWindow: number, now: number): Counter | undefined {
+    const counter = this.counters.get(key);
+    return counter === undefined || counter.startMs + timeWindow <= now ? undefined : counter;
+  }
+
+  /** count spends one unit of `key`'s budget, starting a new window when the last one is over. */
+  private count(key: string, timeWindow: number, now: number): { current: number; ttl: number } {
+    let counter = this.live(key, timeWindow, now);
+    if (counter === undefined) counter = { current: 1, startMs: now };
+    else {
+      counter.current++;
+      // Most recently used last: Map keeps insertion order.
+      this.counters.delete(key);
+    }
+    this.counters.set(key, counter);
+    if (this.counters.size > this.capacity) this.counters.delete(this.counters.keys().next().value!);
+    return { current: counter.current, ttl: timeWindow - (now - counter.startMs) };
+  }
 }
 
 /**
  * budgetedStore returns a store class for @fastify/rate-limit's `store` option whose budgets together
- * keep at most `bytes` of counters, and a function that tells how many they hold now.
+ * keep at most `bytes` of counters, a function that tells how many they hold now, and one that
+ * finds a budget's store by name (the fast lane spends the read budget from it).
  */
 export function budgetedStore(
   bytes: number,
@@ -103,7 +105,14 @@ export function budgetedStore(
         super(capacity, stores);
         // The plugin's own instance is only the parent of the budgets' stores.
         stores.delete(this);
-        this.named = named;
+      }
+
+      /** Each budget's store, named by its `budget` option (rate-limits.ts), for `budget()`. */
+      override child(params: object = {}): BudgetedStore {
+        const child = super.child(params);
+        const name = (params as { budget?: unknown }).budget;
+        if (typeof name === 'string') named.set(name, child);
+        return child;
       }
     },
     budget: (name) => named.get(name),
