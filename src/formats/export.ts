@@ -97,14 +97,13 @@ export async function* serializeExport(
   variables: ServerVariables,
   seed: string = exportSeed(),
 ): AsyncGenerator<string> {
-  let first = true;
   let n = 0;
   const head = exportHead(format);
   if (head !== '') yield head;
   for await (const page of pages) {
-    yield exportPage(format, page, variables, first, pagePick(seed, n++));
-    first = false;
+    yield exportPage(format, page, variables, n === 0, pagePick(seed, n));
+    n++;
   }
-  const tail = exportTail(format, first);
+  const tail = exportTail(format, n === 0);
   if (tail !== '') yield tail;
 }

@@ -46,7 +46,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (request.method !== 'HEAD') {
         const values = await variables.values();
         chunks = workers
-          ? (await workers.firstPage(format, filter, EXPORT_PAGE_SIZE, values)).rest()
+          ? await workers.open(format, filter, EXPORT_PAGE_SIZE, values)
           : serializeExport(format, await readAhead(entryQuery.pages(filter, EXPORT_PAGE_SIZE)), values);
       }
       reply

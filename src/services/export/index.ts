@@ -60,12 +60,12 @@ export class ExportWorkers {
   }
 
   /**
-   * firstPage reads an export's first page, so that a failure there becomes an error answer before
-   * any byte is sent; `rest` then yields the whole file, that page included, a page per chunk, asking
-   * for the page after next only once the previous one has been taken (the response's backpressure).
-   * Stopping the iteration (a client gone) stops the walk.
+   * open starts an export: it reads the first page, so that a failure there becomes an error answer
+   * before any byte is sent, and returns the whole file, that page included, a page per chunk. The
+   * page after next is asked for only once the previous one has been taken (the response's
+   * backpressure); stopping the iteration (a client gone) stops the walk.
    */
-  async firstPage(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables): Promise<{ rest: () => AsyncGenerator<Uint8Array> }> {
+  async open(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables): Promise<AsyncGenerator<Uint8Array>> {
     const pool = await this.piscina();
     const seed = exportSeed();
     let page = 0;
@@ -78,28 +78,27 @@ export class ExportWorkers {
     };
     const first = await task();
     const encoder = new TextEncoder();
-    return {
-      async *rest() {
-        const head = exportHead(format);
-        if (head !== '') yield encoder.encode(head);
-        // The worker reads the next page while this one is sent: one page ahead, no more.
-        let current = first;
-        let ahead = current.next === null ? null : task(current.next);
-        try {
+    async function* file(): AsyncGenerator<Uint8Array> {
+      const head = exportHead(format);
+      if (head !== '') yield encoder.encode(head);
+      // The worker reads the next page while this one is sent: one page ahead, no more.
+      let current = first;
+      let ahead = current.next === null ? null : task(current.next);
+      try {
+        if (current.bytes.length > 0) yield current.bytes;
+        while (ahead !== null) {
+          current = await ahead;
+          ahead = current.next === null ? null : task(current.next);
           if (current.bytes.length > 0) yield current.bytes;
-          while (ahead !== null) {
-            current = await ahead;
-            ahead = current.next === null ? null : task(current.next);
-            if (current.bytes.length > 0) yield current.bytes;
-          }
-        } finally {
-          // A client gone mid-file: the page read ahead is dropped, and so is any error it ends with.
-          ahead?.catch(() => {});
         }
-        const tail = exportTail(format, first.bytes.length === 0);
-        if (tail !== '') yield encoder.encode(tail);
-      },
-    };
+      } finally {
+        // A client gone mid-file: the page read ahead is dropped, and so is any error it ends with.
+        ahead?.catch(() => {});
+      }
+      const tail = exportTail(format, first.bytes.length === 0);
+      if (tail !== '') yield encoder.encode(tail);
+    }
+    return file();
   }
 
   async close(): Promise<void> {

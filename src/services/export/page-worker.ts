@@ -63,7 +63,7 @@ export default async function exportPageTask(task: PageTask): Promise<PageResult
 async function readPage(task: PageTask): Promise<PageResult> {
   const query = entryQuery(task.file);
   const rows = await query.page(task.filter, task.pageSize, task.after);
-  const text = rows.length === 0 ? '' : exportPage(task.format, rows, task.variables, task.after === undefined, pagePick(task.seed, task.page));
+  const text = rows.length === 0 ? '' : exportPage(task.format, rows, task.variables, task.page === 0, pagePick(task.seed, task.page));
   const bytes = encoder.encode(text);
   const last = rows.at(-1);
   const next = rows.length < task.pageSize || last === undefined ? null : { timestamp: last.timestamp, uuid: last.uuid };
