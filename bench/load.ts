@@ -7,13 +7,16 @@
  * Rate limits are on but set so that only reports are refused (RATE_LIMIT_REPORT is low on purpose);
  * those 429s are counted apart. Anything else that is not 2xx/304 is an error, and the run fails.
  * Before the load, each type is timed alone (the idle baseline); during it the server's resident
- * memory is sampled every second and the first and last thirds are compared.
+ * memory is sampled every second and the first and last thirds are compared. Point lookups are also
+ * timed by a latency probe in its own process (bench/latency-probe.ts), alone and then during the
+ * load, one request at a time: the same instrument for both figures, at sub-millisecond resolution,
+ * free of the load generator's own delays. Its p50 ratio is the one the performance bound is about.
  *
  *   npm run load
  *   LOAD_SECONDS=20 LOAD_RATE=400 npm run load
  *   LOAD_ONLY=random,PNG npm run load     # a part of the mix
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,6 +25,7 @@ import autocannon from 'autocannon';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
 import { createStorage } from '../src/storage/index.ts';
+import type { ProbeResult } from './latency-probe.ts';
 import { startFlags, waitForQuiet } from './lib.ts';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
@@ -98,6 +102,30 @@ interface RequestType {
 const pick = <T>(items: readonly T[]) => items[Math.floor(Math.random() * items.length)]!;
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))]!;
 
+/** PROBE_GAP_MS is the probe's pause between two requests: about 100 requests a second of its own. */
+const PROBE_GAP_MS = 10;
+
+/**
+ * probe runs the latency probe (bench/latency-probe.ts) in its own process for `seconds`: point
+ * lookups one at a time, alternating random and by UUID.
+ */
+function probe(uuids: readonly string[], seconds: number): Promise<ProbeResult> {
+  const child = fork('bench/latency-probe.ts', [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const requests = uuids.slice(0, 200).flatMap((uuid) => [
+    { kind: 'random', path: '/api/v1/nonsense/random' },
+    { kind: 'by UUID', path: `/api/v1/nonsense/${uuid}` },
+  ]);
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the latency probe exited with ${code}`)));
+    child.once('message', (result) => {
+      child.removeAllListeners('exit');
+      resolve(result as ProbeResult);
+    });
+    child.send({ base: BASE, requests, seconds, gapMs: PROBE_GAP_MS });
+  });
+}
+
 /** idle times each request type alone, one request at a time: the baseline of the latencies under load. */
 async function idle(type: RequestType, count: number): Promise<{ p50: number; p99: number }> {
   const times: number[] = [];
@@ -158,9 +186,14 @@ try {
   const baseline = new Map<string, { p50: number; p99: number }>();
   for (const type of types) baseline.set(type.name, await idle(type, type.name === 'report' ? 10 : 100));
 
+  const lookups = types.some((type) => type.name === 'random' || type.name === 'by UUID');
+  const idleProbe = lookups ? await probe(uuids, 10) : null;
+
   console.log(`load: ${RATE} req/s for ${SECONDS} s...`);
   const rss: number[] = [];
   const sampler = setInterval(() => rss.push(rssMiB(pid)), 1000);
+  // The probe starts with the load and stops a second before it, so that it sees only the load.
+  const loadProbe = lookups ? probe(uuids, Math.max(1, SECONDS - 1)) : null;
   const results = await Promise.all(
     types.map((type) =>
       autocannon({
@@ -181,6 +214,7 @@ try {
     ),
   );
   clearInterval(sampler);
+  const underLoad = await loadProbe;
 
   let failures = 0;
   let limited = 0;
@@ -203,6 +237,24 @@ try {
         `${idleFigures.p50.toFixed(1)} | ${idleFigures.p99.toFixed(1)} | ${(result.latency.p50 / Math.max(0.1, idleFigures.p50)).toFixed(1)} | ${type.name === 'report' ? tooMany : '-'} | ${errors} |`,
     );
   });
+  if (idleProbe !== null && underLoad !== null) {
+    // The bound's figure: the same instrument alone and under the load (autocannon's latencies above
+    // are whole milliseconds, and the idle column there comes from fetch in this process).
+    console.log(`\npoint lookups timed by the latency probe (one at a time from its own process, every ${PROBE_GAP_MS} ms), in ms`);
+    console.log('| request | idle p50 | idle p99 | under load p50 | under load p99 | p50 ratio | answers under load |');
+    console.log('|---|---|---|---|---|---|---|');
+    for (const kind of ['random', 'by UUID']) {
+      const alone = idleProbe.latencies[kind] ?? [];
+      const loaded = underLoad.latencies[kind] ?? [];
+      if (alone.length === 0 || loaded.length === 0) continue;
+      const p = (xs: number[], q: number) => percentile(xs, q).toFixed(2);
+      console.log(`| ${kind} | ${p(alone, 50)} | ${p(alone, 99)} | ${p(loaded, 50)} | ${p(loaded, 99)} | **${(percentile(loaded, 50) / percentile(alone, 50)).toFixed(1)}** | ${loaded.length} |`);
+    }
+    if (idleProbe.failures + underLoad.failures > 0) {
+      console.log(`probe answers that were not 2xx/304: ${idleProbe.failures + underLoad.failures}`);
+      failures += idleProbe.failures + underLoad.failures;
+    }
+  }
   const third = Math.max(1, Math.floor(rss.length / 3));
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const early = mean(rss.slice(0, third));

@@ -1,6 +1,6 @@
 /**
  * Throughput of the read API against a bare node:http server returning a fixed JSON body of the same
- * size, measured in the same run, alternating, so machine noise hits both alike. The service runs
+ * size to the same requests, measured in the same run, alternating, so machine noise hits both alike. The service runs
  * compiled, with the default configuration (CORS, request ids, security headers, metrics and the
  * access log at `info`), rate limits off; it is measured once its entry snapshot holds every entry
  * and the process is otherwise idle (the galaxy's thread done with its layout): the steady state, and
@@ -9,7 +9,7 @@
  *
  *   npm run bench                                   # 100,000 entries, 3 rounds of 5 s per target
  *   BENCH_ENTRIES=100000,1000000 BENCH_KEEP=1 npm run bench
- *   BENCH_SECONDS=10 BENCH_ROUNDS=5 BENCH_CONNECTIONS=20 npm run bench
+ *   BENCH_SECONDS=10 BENCH_ROUNDS=5 BENCH_CONNECTIONS=20 BENCH_WARMUP=5 npm run bench
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,6 +22,8 @@ const SIZES = (process.env.BENCH_ENTRIES ?? '100000').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+/** Seconds of load before the measured rounds, for each server and target alike (not counted). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5);
 const SERVICE_PORT = '18181';
 const BARE_PORT = '18182';
 
@@ -45,13 +47,13 @@ interface Round {
   cpu: number;
 }
 
-async function measure(url: string, pid: number, paths?: string[]): Promise<Round> {
+async function measure(url: string, pid: number, paths?: string[], seconds = SECONDS): Promise<Round> {
   let i = 0;
   const before = cpuMs(pid);
   const result = await autocannon({
     url,
     connections: CONNECTIONS,
-    duration: SECONDS,
+    duration: seconds,
     requests: paths ? [{ setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length]! }) }] : undefined,
   });
   const cpu = ((cpuMs(pid) - before) * 1000) / Math.max(1, result.requests.total);
@@ -86,9 +88,17 @@ try {
       for (const target of targets) {
         const own: Round[] = [];
         const base: Round[] = [];
+        // Warm-up: V8 optimises the request path and sizes its young generation to the load over the
+        // first seconds of it (the first 5 s ran 10-20 % slower than the next on this host).
+        if (WARMUP > 0) {
+          await measure(`${service.url}${target.path}`, service.pid, target.paths, WARMUP);
+          await measure(`http://127.0.0.1:${BARE_PORT}${target.path}`, bare.pid!, target.paths, WARMUP);
+        }
         for (let round = 0; round < ROUNDS; round++) {
           const s = await measure(`${service.url}${target.path}`, service.pid, target.paths);
-          const b = await measure(`http://127.0.0.1:${BARE_PORT}/`, bare.pid!);
+          // The bare server gets the same requests (it ignores the path): the same request lines to parse,
+          // and the same work for the client, which shares the machine.
+          const b = await measure(`http://127.0.0.1:${BARE_PORT}${target.path}`, bare.pid!, target.paths);
           own.push(s);
           base.push(b);
           console.log(`${target.name} round ${round + 1}: service ${s.rps.toFixed(0)} req/s (${s.cpu.toFixed(1)} µs CPU/req), bare ${b.rps.toFixed(0)} req/s (${b.cpu.toFixed(1)} µs)`);
