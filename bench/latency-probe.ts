@@ -59,5 +59,5 @@ async function probe({ base, requests, seconds, gapMs }: ProbeOrder): Promise<Pr
 }
 
 process.once('message', (order: ProbeOrder) => {
-  void probe(order).then((result) => process.send!(result, () => process.exit(0)));
+  void probe(order).then((result) => process.send!(result, undefined, {}, () => process.exit(0)));
 });

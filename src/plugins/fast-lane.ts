@@ -25,6 +25,7 @@ import { routeSeries } from './metrics.ts';
 /** What a lane route answers: a status, its own headers (a flat list of lower-case names and values) and a body. */
 export interface LaneAnswer {
   readonly status: 200 | 304;
+  /** The route's own headers; the same array for the same headers (the lane keeps its full list per array). */
   readonly headers: readonly string[];
   readonly body: string | Buffer;
 }
@@ -46,6 +47,20 @@ export type AccessLogWriter = (id: string, method: string, url: string, status: 
 interface LaneRoute {
   readonly handler: LaneHandler;
   readonly series: RouteSeries;
+}
+
+/**
+ * The whole header list of an answer, made once per list of the route's own headers: a slot for the
+ * request id, the common headers, the route's. A request copies it and fills in its id.
+ */
+const headLists = new WeakMap<readonly string[], readonly string[]>();
+function headList(own: readonly string[]): readonly string[] {
+  let list = headLists.get(own);
+  if (list === undefined) {
+    list = ['x-request-id', '', ...COMMON_HEADERS, ...own];
+    headLists.set(own, list);
+  }
+  return list;
 }
 
 export class FastLane {
@@ -111,7 +126,8 @@ export class FastLane {
     if (answer === undefined) return false;
 
     const id = requestId(request);
-    const headers = ['x-request-id', id, ...COMMON_HEADERS, ...answer.headers];
+    const headers = headList(answer.headers).slice();
+    headers[1] = id;
     for (let i = 0; i < this.admissions.length; i++) if (!this.admissions[i]!(request, headers)) return false;
     if (answer.status === 304) {
       // As Fastify sends it: no body and no Content-Length.
