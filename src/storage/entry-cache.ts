@@ -79,7 +79,14 @@ export class EntrySnapshot<T> {
     private readonly pages: readonly Buffer[],
     /** Per page, PAGE_SIZE + 1 byte offsets into the page. */
     private readonly offsets: readonly Uint32Array[],
-    private readonly templates: ReadonlyMap<number, T>,
+    /** The templates, in entry order. */
+    private readonly templates: readonly T[],
+    /**
+     * Per entry, 1 + the number of its template in `templates`, 0 for an entry without one; empty
+     * when there are no templates. One array read a pick, where a map by entry number cost a hash
+     * lookup into a table of every templated entry (cache misses at a million entries).
+     */
+    private readonly templateOf: Int32Array,
     /** Open addressing over hashUuid: entry index + 1, 0 for a free slot. */
     private readonly index: Int32Array,
     readonly bytes: number,
@@ -87,9 +94,9 @@ export class EntrySnapshot<T> {
 
   /** at returns entry `i` (0 ≤ i < count): its body, or its template. */
   at(i: number): Buffer | T {
-    if (this.templates.size > 0) {
-      const template = this.templates.get(i);
-      if (template !== undefined) return template;
+    if (this.templateOf.length !== 0) {
+      const template = this.templateOf[i]!;
+      if (template !== 0) return this.templates[template - 1]!;
     }
     const offsets = this.offsets[i >>> PAGE_BITS]!;
     const local = i & (PAGE_SIZE - 1);
@@ -297,7 +304,9 @@ export class EntryCache<T> {
     const encode = this.options.makeEncoder(await this.variables.readValues());
     const pages: Buffer[] = [];
     const offsets: Uint32Array[] = [];
-    const templates = new Map<number, T>();
+    const templates: T[] = [];
+    /** The entry number of each template. */
+    const templated: number[] = [];
     let hashes = new Uint32Array(PAGE_SIZE);
     let count = 0;
     // The page being filled: bodies and their byte offsets.
@@ -325,7 +334,8 @@ export class EntryCache<T> {
         let body: string;
         if (typeof encoded === 'string') body = encoded;
         else {
-          templates.set(count, encoded);
+          templates.push(encoded);
+          templated.push(count);
           progress.bytes += this.options.templateSize(encoded) + 32;
           body = `{"uuid":"${entry.uuid}`;
         }
@@ -346,7 +356,7 @@ export class EntryCache<T> {
     if (bodies.length > 0) seal();
     let slots = 2;
     while (slots < count * 2) slots *= 2;
-    progress.bytes += 4 * slots + 4 * count;
+    progress.bytes += 4 * slots + 4 * count + (templates.length > 0 ? 4 * count : 0);
     if (progress.bytes > budget) return null;
     const index = new Int32Array(slots);
     const mask = slots - 1;
@@ -358,6 +368,8 @@ export class EntryCache<T> {
     }
     // Nothing changed while the pages were read one by one: the snapshot is that revision's.
     if ((await this.entries.readRevision()) !== startRevision) throw new Error('the revision changed during the build');
-    return new EntrySnapshot(startRevision, count, pages, offsets, templates, index, progress.bytes);
+    const templateOf = new Int32Array(templates.length > 0 ? count : 0);
+    for (let t = 0; t < templated.length; t++) templateOf[templated[t]!] = t + 1;
+    return new EntrySnapshot(startRevision, count, pages, offsets, templates, templateOf, index, progress.bytes);
   }
 }
