@@ -9,9 +9,10 @@
  * which the description turns into "given more than once". Bodies are JSON and never coerced.
  *
  * Schemas are compiled on first use, not when a route is declared: compiling every route's schemas
- * was about a third of the CPU time from `npm start` to the first answer. Once the server listens,
- * `compilePendingSchemas` compiles the rest in the background, one schema per turn of the event
- * loop, so that a schema Ajv rejects still shows within a second of the start (and in the tests).
+ * before listening made the first answer after `npm start` about a tenth later (docs/performance.md).
+ * Once the server listens, `compilePendingSchemas` compiles the rest in the background, one schema
+ * per turn of the event loop, so that a schema Ajv rejects still shows within a second of the start
+ * (and in the tests).
  */
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
