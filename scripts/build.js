@@ -18,13 +18,22 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import esbuild from 'esbuild';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = path.join(ROOT, 'src');
 const DIST = path.join(ROOT, 'dist');
 const STAMP = '.build.json';
 /** Besides src/, what the output depends on. */
-const INPUTS = ['tsconfig.json', 'tsconfig.build.json', 'scripts/build.js'];
+const INPUTS = ['tsconfig.json', 'tsconfig.build.json', 'scripts/build.js', 'package-lock.json'];
+/**
+ * Packages published as hundreds of small ES modules, each bundled into one file under dist/vendor/
+ * that the compiled code imports instead. Node 20 resolves, reads, compiles and links every ES module
+ * on its own: these two were 635 of the 778 modules the service loaded before its first answer, and
+ * bundled they load in a fifth of the time (docs/performance.md, "Start"). Only bare imports of the
+ * whole package are used (`from 'kysely'`); the tests and tools that run src/ load them as published.
+ */
+const VENDORED = ['kysely', 'typebox'];
 
 function walk(dir, files = []) {
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -71,6 +80,7 @@ export function build() {
     fs.rmSync(out, { recursive: true, force: true });
     throw new Error(`the TypeScript compiler failed (exit ${result.status ?? result.signal})`);
   }
+  vendor(out);
   // Files that code reads by a path relative to its own module (src/web/static/*, ...).
   for (const file of walk(SRC)) {
     if (file.endsWith('.ts') || path.basename(file) === 'README.md') continue;
@@ -88,6 +98,38 @@ export function build() {
     if (!isBuildFresh()) throw error;
   }
   return performance.now() - started;
+}
+
+/**
+ * vendor bundles each VENDORED package into `out/vendor/<name>.js` and points the compiled modules'
+ * imports of it there.
+ */
+function vendor(out) {
+  for (const name of VENDORED) {
+    esbuild.buildSync({
+      stdin: { contents: `export * from '${name}';`, resolveDir: ROOT, sourcefile: `vendor-${name}.js` },
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      // Whitespace and syntax only: names stay readable in stack traces.
+      minifyWhitespace: true,
+      minifySyntax: true,
+      legalComments: 'eof',
+      outfile: path.join(out, 'vendor', `${name}.js`),
+      logLevel: 'warning',
+    });
+  }
+  const bare = new RegExp(`from '(${VENDORED.join('|')})'`, 'g');
+  for (const file of walk(out)) {
+    if (!file.endsWith('.js') || file.startsWith(path.join(out, 'vendor'))) continue;
+    const code = fs.readFileSync(file, 'utf8');
+    const rewritten = code.replace(bare, (_, name) => {
+      const target = path.relative(path.dirname(file), path.join(out, 'vendor', `${name}.js`));
+      return `from '${target.startsWith('.') ? target : `./${target}`}'`;
+    });
+    if (rewritten !== code) fs.writeFileSync(file, rewritten);
+  }
 }
 
 /** ensureBuilt builds unless dist/ is already fresh; tells whether it built. */
