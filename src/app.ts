@@ -15,6 +15,7 @@ import metrics from './plugins/metrics.ts';
 import overload from './plugins/overload.ts';
 import problem, { problemBody, PROBLEM_CONTENT_TYPE, sendProblem } from './plugins/problem.ts';
 import rateLimits from './plugins/rate-limits.ts';
+import { buildSerializer } from './schemas/serializer.ts';
 import { compileRequestSchema } from './schemas/validator.ts';
 import adminCatalogRoutes from './routes/admin/catalog.ts';
 import adminEntryRoutes from './routes/admin/entries.ts';
@@ -70,6 +71,8 @@ export async function buildApp({ config, storage, cards, logger, exportWorkers =
     // One access line per request (onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 64 * 1024,
+    // Response schemas compile on their first answer (schemas/serializer.ts).
+    schemaController: { compilersFactory: { buildSerializer } },
     // A client gets REQUEST_TIMEOUT to send its whole request (slow-loris defence); a connection with
     // no traffic either way for two minutes (a download nobody reads any more) is dropped, which also
     // ends the database walk behind it.

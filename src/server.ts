@@ -9,7 +9,7 @@ import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/
 import { loadDemo } from './demo/load-demo.ts';
 import { createCardService } from './services/cards/index.ts';
 import { galaxyBehind, GalaxyBackground } from './services/galaxy/background.ts';
-import { compilePendingSchemas } from './schemas/validator.ts';
+import { compilePendingSchemas } from './schemas/compile-later.ts';
 import { createStorage } from './storage/index.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
@@ -88,7 +88,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   process.once('SIGINT', () => shutdown('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
-  // Request schemas compile on first use; the rest now, in the background (schemas/validator.ts).
-  compilePendingSchemas().catch((error: unknown) => app.log.error({ err: error }, 'a request schema does not compile'));
+  // Request and response schemas compile on first use; the rest now, in the background (schemas/compile-later.ts).
+  compilePendingSchemas().catch((error: unknown) => app.log.error({ err: error }, 'a schema does not compile'));
   return app;
 }

@@ -8,15 +8,12 @@
  * stays text and fails its schema. A repeated parameter (`?q=a&q=b`) arrives as a list and fails too,
  * which the description turns into "given more than once". Bodies are JSON and never coerced.
  *
- * Schemas are compiled on first use, not when a route is declared: compiling every route's schemas
- * before listening made the first answer after `npm start` about a tenth later (docs/performance.md).
- * Once the server listens, `compilePendingSchemas` compiles the rest in the background, one schema
- * per turn of the event loop, so that a schema Ajv rejects still shows within a second of the start
- * (and in the tests).
+ * Schemas are compiled on first use, not when a route is declared (schemas/compile-later.ts).
  */
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifySchema } from 'fastify';
+import { compileLater } from './compile-later.ts';
 
 /** The part of a request a schema checks, named as Fastify names it. */
 export type HttpPart = 'body' | 'querystring' | 'params' | 'headers';
@@ -82,15 +79,7 @@ export function compileRequestSchema({ schema, httpPart }: { schema: FastifySche
     };
     return binary;
   }
-  let compiled: ValidateFunction | undefined;
-  const compile = (): ValidateFunction => {
-    if (compiled === undefined) {
-      compiled = ajv.compile(json);
-      pending.delete(compile);
-    }
-    return compiled;
-  };
-  pending.add(compile);
+  const compile = compileLater((): ValidateFunction => ajv.compile(json));
   const properties = json.properties;
   // Text needs reading only where a property is not text (the by-UUID path, a hot route, is not).
   const typed = Object.values(properties ?? {}).some((property) => ([] as string[]).concat(property.type ?? []).some((type) => type !== 'string'));
@@ -113,18 +102,4 @@ export function compileRequestSchema({ schema, httpPart }: { schema: FastifySche
     return valid ? { value: read } : false;
   };
   return check;
-}
-
-/** The schemas declared and not yet compiled. */
-const pending = new Set<() => ValidateFunction>();
-
-/**
- * compilePendingSchemas compiles every schema declared so far and not yet used, one per turn of the
- * event loop; it rejects with Ajv's error for a schema it does not accept.
- */
-export async function compilePendingSchemas(): Promise<void> {
-  for (const compile of [...pending]) {
-    compile();
-    await new Promise((resolve) => setImmediate(resolve));
-  }
 }
