@@ -6,7 +6,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', 'src/web/static/', 'test/odata/consumer-browser.js', 'docs/', 'eslint.config.js'] },
+  { ignores: ['dist/', '.dist-*/', 'node_modules/', 'coverage/', 'src/web/static/', 'test/odata/consumer-browser.js', 'docs/', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
