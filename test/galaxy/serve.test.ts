@@ -26,6 +26,20 @@ describe('galaxy bodies', () => {
   });
   afterAll(() => t.close());
 
+  it('are one body for requests at the same time, and a new one once the entries change', async () => {
+    const held = new GalaxyBodies(t.storage.galaxy, () => t.storage.cache.current());
+    const view = await held.view((await t.storage.galaxy.layout())!);
+    const [a, b] = await Promise.all([view.body('csv'), view.body('csv')]);
+    expect(a).toBe(b);
+    expect(await view.body('json')).not.toBe(a);
+    await setState(t.storage, entries[0]!.uuid, 'hidden');
+    const after = await held.view((await t.storage.galaxy.layout())!);
+    const c = (await after.body('csv')) as Buffer;
+    expect(c).not.toBe(a);
+    expect(c.toString()).not.toContain(entries[0]!.uuid);
+    await setState(t.storage, entries[0]!.uuid, 'visible');
+  });
+
   it('are the same from memory and streamed, before and after entries are hidden and deleted', async () => {
     const revision = () => t.storage.cache.current();
     const held = new GalaxyBodies(t.storage.galaxy, revision);

@@ -51,6 +51,13 @@ export class GalaxyBodies {
   private visible: { revision: number; ids: Promise<Set<number>> } | null = null;
   /** The runs of shown stars (start, end pairs) of the current snapshot at a revision. */
   private runs: { key: string; runs: Promise<Float64Array> } | null = null;
+  /**
+   * The last body assembled per format, for the runs it was assembled from. Requests in flight at the
+   * same time share it, where each used to copy its own: a body is megabytes (80 bytes a star in CSV),
+   * and eight clients asking at once grew the process by 84 MiB of freed copies that the allocator
+   * kept (docs/performance.md, "Memory under abuse"). Held weakly: an idle process lets it go.
+   */
+  private readonly lastBodies = new Map<GalaxyFormat, { runs: Float64Array; body: WeakRef<Buffer> }>();
 
   constructor(
     private readonly store: GalaxyStore,
@@ -166,6 +173,16 @@ export class GalaxyBodies {
 
   private async body(snapshot: Snapshot, revision: number, format: GalaxyFormat): Promise<Buffer> {
     const runs = await this.shownRuns(snapshot, revision);
+    const last = this.lastBodies.get(format);
+    const shared = last?.runs === runs ? last.body.deref() : undefined;
+    if (shared !== undefined) return shared;
+    const body = this.assemble(snapshot, runs, format);
+    this.lastBodies.set(format, { runs, body: new WeakRef(body) });
+    return body;
+  }
+
+  /** assemble copies the shown runs of one format's records into a body. */
+  private assemble(snapshot: Snapshot, runs: Float64Array, format: GalaxyFormat): Buffer {
     const { bytes, offsets } = snapshot.records[format];
     const parts: Buffer[] = [format === 'csv' ? Buffer.from(GALAXY_CSV_HEADER) : Buffer.from('[')];
     for (let r = 0; r < runs.length; r += 2) parts.push(bytes.subarray(offsets[runs[r]!], offsets[runs[r + 1]!]));
