@@ -51,6 +51,11 @@ const SIZES = [96, 88, 80, 72, 64, 58, 52, 47, 43, 39, 36, 33, 30, 28, 26, 24, 2
 
 const MEASURE_HEIGHT = 4 * CARD_HEIGHT;
 
+// libvips' operation cache keeps up to 50 MB of recent operations with their pixels for reuse; no two
+// cards share an operation (each starts from new pixels), so it only held memory: about 50 MB more
+// for a process drawing cards under load (docs/performance.md, "Memory under abuse").
+sharp.cache(false);
+
 /** PNG: zlib level 6 without adaptive filters encodes a card in about half the time, at ±5% size. */
 const PNG_OPTIONS = { compressionLevel: 6, adaptiveFiltering: false } as const;
 
