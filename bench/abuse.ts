@@ -8,6 +8,7 @@
  *
  *   npm run bench:abuse                      # 60 s at 1,600 req/s from 8 clients, 50,000 entries
  *   ABUSE_SECONDS=20 ABUSE_RATE=800 npm run bench:abuse
+ *   ABUSE_KINDS=0,1,2 npm run bench:abuse    # only the first three kinds of request of the mix
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -25,6 +26,8 @@ const RATE = Number(process.env.ABUSE_RATE ?? 1600);
 const CLIENTS = Number(process.env.ABUSE_CLIENTS ?? 8);
 const ENTRIES = Number(process.env.ABUSE_ENTRIES ?? 50_000);
 const SEED = Number(process.env.ABUSE_SEED ?? 1806);
+/** Only these kinds of request (numbers into the mix below, from 0), to find what a growth comes from. */
+const KINDS = process.env.ABUSE_KINDS?.split(',').map(Number);
 const PORT = '18187';
 
 const random = mulberry32(SEED);
@@ -97,7 +100,7 @@ function nextRequest(uuids: readonly string[], emojis: readonly string[]): Reque
       headers: { origin: `https://${hex(6)}.example`, 'access-control-request-method': pick(['GET', 'POST']), 'access-control-request-headers': 'content-type' },
     }),
   ];
-  return pick(kinds)();
+  return pick(KINDS === undefined ? kinds : KINDS.map((k) => kinds[k]!))();
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-abuse-'));
