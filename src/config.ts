@@ -52,6 +52,8 @@ export interface Config {
   readonly entryCacheBytes: number;
   /** Byte budget of the cache of entries looked up by UUID while there is no snapshot; 0: none. */
   readonly entryLookupCacheBytes: number;
+  /** Byte budget of the galaxy's stars held ready to serve; 0: every request reads the database. */
+  readonly galaxyCacheBytes: number;
   /** Lay out the galaxy in a background thread of the server. */
   readonly galaxy: boolean;
   /** Byte budget of the in-process rate-limit counters (without Redis). */
@@ -287,6 +289,10 @@ export const OPTIONS = [
   {
     env: 'ENTRY_LOOKUP_CACHE_BYTES', key: 'entryLookupCacheBytes', default: '16MiB', parse: parseBytes,
     description: 'memory for entries looked up by UUID while there is no snapshot (0 for none)',
+  },
+  {
+    env: 'GALAXY_CACHE_BYTES', key: 'galaxyCacheBytes', default: '48MiB', parse: parseBytes,
+    description: 'memory for the galaxy\'s stars held ready to serve (about 200 bytes a star; a larger galaxy is read from the database for each request; 0 for none)',
   },
   { env: 'GALAXY', key: 'galaxy', default: 'auto', parse: parseSwitch, description: 'keep the galaxy laid out in a background thread (auto or off; `nonsense galaxy` works either way)' },
   {

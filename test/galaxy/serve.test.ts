@@ -27,7 +27,7 @@ describe('galaxy bodies', () => {
   afterAll(() => t.close());
 
   it('are one body for requests at the same time, and a new one once the entries change', async () => {
-    const held = new GalaxyBodies(t.storage.galaxy, () => t.storage.cache.current());
+    const held = new GalaxyBodies(t.storage.galaxy, () => t.storage.cache.current(), 1 << 20);
     const view = await held.view((await t.storage.galaxy.layout())!);
     const [a, b] = await Promise.all([view.body('csv'), view.body('csv')]);
     expect(a).toBe(b);
@@ -42,13 +42,20 @@ describe('galaxy bodies', () => {
 
   it('are the same from memory and streamed, before and after entries are hidden and deleted', async () => {
     const revision = () => t.storage.cache.current();
-    const held = new GalaxyBodies(t.storage.galaxy, revision);
+    const held = new GalaxyBodies(t.storage.galaxy, revision, 1 << 20);
     const streamed = new GalaxyBodies(t.storage.galaxy, revision, 0);
+    // Within the budget by the estimate before reading, over it by the real size: streamed as well.
+    const barely = new GalaxyBodies(t.storage.galaxy, revision, 30 * 200);
     const compare = async (count: number) => {
       const layout = (await t.storage.galaxy.layout())!;
-      const [a, b] = [await held.view(layout), await streamed.view(layout)];
+      const [a, b, c] = [await held.view(layout), await streamed.view(layout), await barely.view(layout)];
       expect(a.tag).toBe(b.tag);
-      for (const format of ['csv', 'json'] as const) expect(await text(a, format)).toBe(await text(b, format));
+      for (const format of ['csv', 'json'] as const) {
+        expect(await text(a, format)).toBe(await text(b, format));
+        expect(await text(c, format)).toBe(await text(b, format));
+      }
+      expect(held.bytes).toBeGreaterThan(30 * 200);
+      expect([streamed.bytes, barely.bytes]).toEqual([0, 0]);
       expect((await text(a, 'csv')).trim().split('\r\n')).toHaveLength(count + 1);
       expect(JSON.parse(await text(a, 'json'))).toHaveLength(count);
       return a.tag;

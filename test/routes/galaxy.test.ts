@@ -74,6 +74,14 @@ describe('GET /api/v1/nonsense/galaxy', () => {
     expect(list).toEqual(csv.map((row) => ({ uuid: row.uuid, ...Object.fromEntries(HEADER.slice(1).map((f) => [f, parseFloat(row[f]!)])) })));
   });
 
+  it('reports the stars it holds ready in /metrics, within GALAXY_CACHE_BYTES', async () => {
+    const metrics = (await t.app.inject('/metrics')).body;
+    const bytes = Number(/^nonsense_cache_bytes\{cache="galaxy"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(bytes).toBeGreaterThan(0);
+    expect(bytes).toBeLessThanOrEqual(t.config.galaxyCacheBytes);
+    expect(metrics).toMatch(new RegExp(`^nonsense_cache_items\\{cache="galaxy"\\} ${entries.length}$`, 'm'));
+  });
+
   it('answers 400 for any other format, naming the allowed ones', async () => {
     for (const format of ['xml', 'txt', 'CSV', '']) {
       const res = await get(`?format=${format}`);

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type TSchema } from 'typebox';
 import { GALAXY_CONTENT_TYPES, GALAXY_FORMATS } from '../../formats/galaxy.ts';
+import { watchCache } from '../../metrics/registry.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { HttpProblem } from '../../plugins/problem.ts';
 import { GalaxyPoint, problemResponses } from '../../schemas/api.ts';
@@ -22,7 +23,9 @@ const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { galaxy, cache } = app.storage;
   // The stored layout is read into memory by the first request for it, not at start: most processes
   // serve the galaxy rarely, and a start should be quick and small (docs/performance.md).
-  const bodies = new GalaxyBodies(galaxy, () => cache.current());
+  const bodies = new GalaxyBodies(galaxy, () => cache.current(), app.config.galaxyCacheBytes);
+  const unwatch = watchCache('galaxy', () => ({ bytes: bodies.bytes, items: bodies.stars }));
+  app.addHook('onClose', async () => unwatch());
 
   app.get(
     '/nonsense/galaxy',

@@ -11,14 +11,19 @@
  *   so hidden and deleted entries leave the galaxy at once, as everywhere else. A body is then the
  *   runs of shown stars copied out of the snapshot's buffer: a few milliseconds for 100,000 stars.
  *
- * A snapshot holds about 200 bytes a star (its two records and its id). A galaxy larger than
- * MAX_CACHED_POINTS is not held in memory: every request then walks the database page by page.
+ * A snapshot holds about 200 bytes a star (its two records and its id), within a byte budget
+ * (GALAXY_CACHE_BYTES): a galaxy that would not fit is not held in memory, and every request then
+ * walks the database page by page.
  */
 import { csvRecord, GALAXY_CSV_HEADER, galaxyChunks, jsonItem, renderPages, type GalaxyFormat } from '../../formats/galaxy.ts';
 import type { GalaxyLayout, GalaxyStore } from '../../storage/galaxy.ts';
 
-/** Above this many stars, nothing is held in memory. */
-export const MAX_CACHED_POINTS = 250_000;
+/**
+ * What a star is expected to take in a snapshot, to decide before reading whether a galaxy fits the
+ * budget: its CSV record (about 80 bytes), its JSON object (about 110), its id and visibility (9).
+ * The snapshot's real size decides after reading.
+ */
+const EXPECTED_BYTES_A_STAR = 200;
 
 /** One format's records, back to back, and where each starts (`offsets[i]` to `offsets[i + 1]`). */
 interface Records {
@@ -31,6 +36,8 @@ interface Snapshot {
   version: number;
   /** The entries revision the layout reflected when read. */
   layoutRevision: number;
+  /** What it holds, in bytes. */
+  bytes: number;
   /** The entries revision when it was read, and which stars were visible then. */
   readAt: number;
   visibleAtRead: Uint8Array;
@@ -47,7 +54,7 @@ export interface GalaxyView {
 
 export class GalaxyBodies {
   private snapshot: Snapshot | null = null;
-  private loading: { key: string; promise: Promise<Snapshot> } | null = null;
+  private loading: { key: string; promise: Promise<Snapshot | null> } | null = null;
   private visible: { revision: number; ids: Promise<Set<number>> } | null = null;
   /** The runs of shown stars (start, end pairs) of the current snapshot at a revision. */
   private runs: { key: string; runs: Promise<Float64Array> } | null = null;
@@ -58,17 +65,31 @@ export class GalaxyBodies {
    * kept (docs/performance.md, "Memory under abuse"). Held weakly: an idle process lets it go.
    */
   private readonly lastBodies = new Map<GalaxyFormat, { runs: Float64Array; body: WeakRef<Buffer> }>();
+  /** The layout (fit/version) whose snapshot came out larger than the budget: it is streamed. */
+  private overBudget: string | null = null;
 
   constructor(
     private readonly store: GalaxyStore,
     private readonly revision: () => Promise<number>,
-    private readonly maxCachedPoints = MAX_CACHED_POINTS,
+    /** Byte budget of the snapshot; 0 never holds one. */
+    private readonly budget: number,
   ) {}
+
+  /** bytes is what the snapshot in use holds (0 when there is none). */
+  get bytes(): number {
+    return this.snapshot?.bytes ?? 0;
+  }
+
+  /** stars is the number of stars of the snapshot in use. */
+  get stars(): number {
+    return this.snapshot?.ids.length ?? 0;
+  }
 
   /** view returns what to serve for `layout` now; it waits only when this process has no snapshot yet. */
   async view(layout: GalaxyLayout): Promise<GalaxyView> {
     const revision = await this.revision();
-    if (layout.fitted_count + layout.placed_since_fit > this.maxCachedPoints) {
+    const key = `${layout.fit}/${layout.version}`;
+    if ((layout.fitted_count + layout.placed_since_fit) * EXPECTED_BYTES_A_STAR > this.budget || this.overBudget === key) {
       this.snapshot = null;
       this.runs = null;
       return {
@@ -76,11 +97,10 @@ export class GalaxyBodies {
         body: (format) => galaxyChunks(format, renderPages(format, this.store.points(layout.fit))),
       };
     }
-    const key = `${layout.fit}/${layout.version}`;
     const current = this.snapshot;
     if (current === null || `${current.fit}/${current.version}` !== key) {
       const next = this.load(layout, key);
-      if (current === null) await next;
+      if (current === null && (await next) === null) return this.view(layout);
     }
     const snapshot = this.snapshot!;
     return {
@@ -89,8 +109,11 @@ export class GalaxyBodies {
     };
   }
 
-  /** load reads a snapshot of `layout` (once, however many requests ask) and makes it current. */
-  private load(layout: GalaxyLayout, key: string): Promise<Snapshot> {
+  /**
+   * load reads a snapshot of `layout` (once, however many requests ask) and makes it current; null
+   * when it turned out larger than the budget, which then holds no snapshot for this layout.
+   */
+  private load(layout: GalaxyLayout, key: string): Promise<Snapshot | null> {
     if (this.loading?.key === key) return this.loading.promise;
     const promise = (async () => {
       const readAt = await this.revision();
@@ -108,14 +131,23 @@ export class GalaxyBodies {
         csv.endPage();
         json.endPage();
       }
+      const records = { csv: csv.build(), json: json.build() };
+      const bytes = ids.length * 9 + records.csv.bytes.length + records.json.bytes.length + 16 * (ids.length + 1);
+      if (bytes > this.budget) {
+        this.overBudget = key;
+        this.snapshot = null;
+        this.runs = null;
+        return null;
+      }
       const snapshot: Snapshot = {
         fit: layout.fit,
         version: layout.version,
         layoutRevision: layout.revision,
+        bytes,
         readAt,
         visibleAtRead: Uint8Array.from(visibleAtRead),
         ids: Float64Array.from(ids),
-        records: { csv: csv.build(), json: json.build() },
+        records,
       };
       // A newer layout may have been read meanwhile; never go back to an older one.
       if (this.snapshot === null || this.snapshot.fit !== snapshot.fit || this.snapshot.version < snapshot.version) {
