@@ -116,17 +116,21 @@ try {
 
   const service = await startService({ DATABASE_URL: file, PORT, TRUST_PROXY: 'loopback' });
   try {
-    // One of each kind first, so start-up allocations are not counted as growth.
-    for (let i = 0; i < 200; i++) {
-      const request = nextRequest(seeded.sample, emojis);
-      try {
-        await (await fetch(`${service.url}${request.path}`, { method: request.method, headers: request.headers, body: request.method === 'GET' || request.method === 'HEAD' ? undefined : request.body })).arrayBuffer();
-      } catch {
-        // A request fetch itself refuses to send (a path it cannot encode) warms nothing up.
+    // The mix first, so start-up allocations are not counted as growth, until the process is idle (the
+    // entry snapshot built, the galaxy laid out); then once more, for what needed the layout (the
+    // galaxy's stars held ready), and idle again.
+    for (const round of ['start', 'after the layout']) {
+      for (let i = 0; i < 200; i++) {
+        const request = nextRequest(seeded.sample, emojis);
+        try {
+          await (await fetch(`${service.url}${request.path}`, { method: request.method, headers: request.headers, body: request.method === 'GET' || request.method === 'HEAD' ? undefined : request.body })).arrayBuffer();
+        } catch {
+          // A request fetch itself refuses to send (a path it cannot encode) warms nothing up.
+        }
       }
+      await (await fetch(`${service.url}/api/v1/nonsense/galaxy`)).arrayBuffer();
+      if ((await waitForQuiet(service.pid)) === null) console.log(`the service was still busy after the warm-up round (${round}): the galaxy thread?`);
     }
-    // Idle first: the entry snapshot built, the galaxy laid out.
-    if ((await waitForQuiet(service.pid)) === null) console.log('the service was still busy after the start (the galaxy thread?) when the fuzz began');
     const start = memory(service.pid);
     console.log(`fuzz: ${RATE} req/s from ${CLIENTS} clients for ${SECONDS} s, seed ${SEED}; RSS at the start ${start.rss.toFixed(0)} MiB`);
     const samples: number[] = [];
@@ -170,7 +174,7 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 15000));
     }
     const caches = await Promise.all(
-      ['entry_snapshot', 'entry_lookups', 'rate_limits'].map(async (name) => `${name} ${(((await metric(service.url, `nonsense_cache_bytes{cache="${name}"}`)) ?? 0) / 2 ** 20).toFixed(1)} MiB`),
+      ['entry_snapshot', 'entry_lookups', 'rate_limits', 'galaxy'].map(async (name) => `${name} ${(((await metric(service.url, `nonsense_cache_bytes{cache="${name}"}`)) ?? 0) / 2 ** 20).toFixed(1)} MiB`),
     );
     const cards = ((await metric(service.url, 'nonsense_share_image_cache_bytes')) ?? 0) / 2 ** 20;
     const heap = ((await metric(service.url, 'nodejs_heap_size_used_bytes')) ?? 0) / 2 ** 20;
