@@ -2,8 +2,8 @@
  * Share card figures, each against its baseline in the same run:
  *   1. new cards: request latency of cards never drawn before, one at a time, after the render
  *      worker is warm (and the worker's own render time from /metrics);
- *   2. cached cards: autocannon against cards in the card cache, alternating with a bare node:http
- *      server answering the same PNG bytes;
+ *   2. cached cards: wrk (Debian's `wrk`, bench/wrk.ts) against cards in the card cache, alternating
+ *      with a bare node:http server answering the same PNG bytes;
  *   3. font memory: the resident memory the renderer gains by drawing its first cards of each
  *      script, each in a fresh process, after ten Latin cards and a full garbage collection.
  *
@@ -16,7 +16,6 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
 import type * as Fonts from '../src/formats/share-image/fonts.ts';
@@ -24,6 +23,7 @@ import type * as Render from '../src/formats/share-image/render.ts';
 import { createStorage } from '../src/storage/index.ts';
 import { sampleCardInput, samples } from '../test/formats/share-image-samples.ts';
 import { startService } from './lib.ts';
+import { requireWrk, wrk } from './wrk.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -94,18 +94,11 @@ function timedGet(url: string): Promise<number> {
   });
 }
 
-async function measure(url: string, paths?: string[]): Promise<{ rps: number; p99: number; errors: number }> {
-  let i = 0;
-  const result = await autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: SECONDS,
-    requests: paths ? [{ setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length]! }) }] : undefined,
-  });
-  return { rps: result.requests.average, p99: result.latency.p99, errors: result.errors + result.non2xx };
-}
+/** measure loads `url` with wrk: at 75 KB an answer, autocannon itself was the limit (bench/wrk.ts). */
+const measure = (url: string, paths?: string[]) => wrk(url, { connections: CONNECTIONS, seconds: SECONDS, ...(paths ? { paths } : {}) });
 
 async function main(): Promise<void> {
+  requireWrk();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-cards-'));
   const dbFile = path.join(dir, 'cards.db');
   const uuids = await seed(dbFile, NEW_CARDS + 60);
