@@ -67,21 +67,32 @@ export interface Service {
 /** How long a service may take to answer its first request. */
 const START_TIMEOUT_MS = 60_000;
 
+/** The words of `npm start` (package.json): environment assignments, `node`, its flags, `bin/nonsense.js serve`. */
+function startWords(): string[] {
+  return (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
+}
+
+/** The environment `npm start` sets (package.json: the allocator's settings, docs/deployment.md). */
+export function startEnv(): Record<string, string> {
+  const words = startWords();
+  return Object.fromEntries(words.slice(0, words.indexOf('node')).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]));
+}
+
 /** The Node flags of `npm start` (package.json), so that the benchmarks run the service as it does. */
 export function startFlags(): string[] {
-  const start = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start.split(/\s+/);
-  return start.slice(1, start.indexOf('bin/nonsense.js'));
+  const words = startWords();
+  return words.slice(words.indexOf('node') + 1, words.indexOf('bin/nonsense.js'));
 }
 
 /**
- * startService runs the service as `npm start` does (`node <its flags> bin/nonsense.js serve`) with
- * the default configuration plus `env`, and resolves once it answers `probe` (a path).
+ * startService runs the service as `npm start` does (`<its environment> node <its flags> bin/nonsense.js
+ * serve`) with the default configuration plus `env`, and resolves once it answers `probe` (a path).
  */
 export async function startService(env: Record<string, string>, probe = '/healthz', nodeFlags: string[] = [...startFlags(), ...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? [])]): Promise<Service> {
   const port = env.PORT!;
   const started = performance.now();
   const child = spawn(process.execPath, [...nodeFlags, 'bin/nonsense.js', 'serve'], {
-    env: { ...process.env, DEMO_DATA: 'off', ...env },
+    env: { ...startEnv(), ...process.env, DEMO_DATA: 'off', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -26,7 +26,7 @@ import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
 import { createStorage } from '../src/storage/index.ts';
 import type { ProbeResult } from './latency-probe.ts';
-import { startFlags, waitForQuiet } from './lib.ts';
+import { startEnv, startFlags, waitForQuiet } from './lib.ts';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
 const RATE = Number(process.env.LOAD_RATE ?? 800);
@@ -58,6 +58,7 @@ async function seed(): Promise<string[]> {
 function start(): Promise<ChildProcess> {
   const child = spawn(process.execPath, [...startFlags(), 'bin/nonsense.js', 'serve'], {
     env: {
+      ...startEnv(),
       ...process.env,
       DATABASE_URL: dbFile,
       PORT: String(PORT),

@@ -4,6 +4,8 @@
 // Node runs with its default heap settings: a heap held near its live size
 // (`--heap-growing-percent=50`) kept a full collection running under load, which cost the hot path
 // 5-7 µs a request, and no longer bounded the growth under abuse (docs/performance.md, "Memory").
+// `npm start` sets glibc's allocator settings in the environment, which a process cannot change for
+// itself once started (docs/deployment.md, "Memory: the allocator's settings").
 import fs from 'node:fs';
 
 const cli = new URL('../dist/cli.js', import.meta.url);

@@ -41,7 +41,8 @@ trap cleanup EXIT INT TERM
 upstreams=""
 for i in $(seq 1 "$INSTANCES"); do
   port=$((PORT + i))
-  PORT=$port node bin/nonsense.js serve >"$RUN_DIR/instance-$i.log" 2>&1 &
+  # The allocator's settings of `npm start` (package.json; docs/deployment.md, "Memory").
+  PORT=$port GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=131072} node bin/nonsense.js serve >"$RUN_DIR/instance-$i.log" 2>&1 &
   pids+=("$!")
   echo "$!" >"$RUN_DIR/instance-$i.pid"
   upstreams+="    server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'
