@@ -27,6 +27,7 @@ import { migrate, openDatabase } from '../src/db/database.ts';
 import { WORKER_MAX_HEAP_MB } from '../src/services/galaxy/background.ts';
 import { createStorage } from '../src/storage/index.ts';
 import { topicCorpus } from '../test/galaxy/corpus.ts';
+import { startEnv } from './lib.ts';
 
 const SIZES = (process.env.GALAXY_BENCH_SIZES ?? '10000,100000').split(',').map(Number);
 const PORT = Number(process.env.GALAXY_BENCH_PORT ?? 18291);
@@ -99,7 +100,7 @@ async function run(args: string[], env: Record<string, string>): Promise<{ secon
 
 async function startService(file: string, env: Record<string, string>) {
   const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
-    env: { ...process.env, DATABASE_URL: file, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', ...env },
+    env: { ...startEnv(), ...process.env, DATABASE_URL: file, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (;;) {

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { FIRST_TIMESTAMP, seedOData } from './odata-seed.ts';
+import { startEnv } from './lib.ts';
 
 const ENTRIES = Number(process.env.ODATA_BENCH_ENTRIES ?? 1_000_000);
 const PORT = Number(process.env.ODATA_BENCH_PORT ?? 18431);
@@ -69,7 +70,7 @@ const encode = (url: string) => encodeURI(url).replace(/'/g, '%27').replace(/,/g
 
 async function startService(): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off', GALAXY: 'off' },
+    env: { ...startEnv(), ...process.env, DATABASE_URL: databaseUrl, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off', GALAXY: 'off' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (let i = 0; ; i++) {

@@ -23,6 +23,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { FIRST_TIMESTAMP, seedOData } from './odata-seed.ts';
+import { startEnv } from './lib.ts';
 
 const ENTRIES = Number(process.env.ODATA_BENCH_ENTRIES ?? 1_000_000);
 const SECONDS = Number(process.env.ODATA_BENCH_SECONDS ?? 10);
@@ -68,6 +69,7 @@ function sampleMemory(pid: number): () => { anon: number; file: number } {
 async function startService(): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
     env: {
+      ...startEnv(),
       ...process.env,
       DATABASE_URL: databaseUrl,
       PORT: String(PORT),

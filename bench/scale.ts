@@ -15,6 +15,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
+import { startEnv } from './lib.ts';
 
 const ENTRIES = Number(process.env.SCALE_ENTRIES ?? 1_000_000);
 const SECONDS = Number(process.env.SCALE_SECONDS ?? 10);
@@ -65,7 +66,7 @@ function peakRssMb(pid: number): number {
 
 async function startService(url: string, port: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
-    env: { ...process.env, DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', DEMO_DATA: 'off' },
+    env: { ...startEnv(), ...process.env, DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', DEMO_DATA: 'off' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (;;) {
