@@ -38,11 +38,12 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# The allocator's settings of `npm start` (package.json; docs/deployment.md, "Memory"), unless set.
+tunables=${GLIBC_TUNABLES-$(node -p 'require("./package.json").scripts.start.match(/GLIBC_TUNABLES=(\S+)/)[1]')}
 upstreams=""
 for i in $(seq 1 "$INSTANCES"); do
   port=$((PORT + i))
-  # The allocator's settings of `npm start` (package.json; docs/deployment.md, "Memory").
-  PORT=$port GLIBC_TUNABLES=${GLIBC_TUNABLES-glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=131072} node bin/nonsense.js serve >"$RUN_DIR/instance-$i.log" 2>&1 &
+  PORT=$port GLIBC_TUNABLES=$tunables node bin/nonsense.js serve >"$RUN_DIR/instance-$i.log" 2>&1 &
   pids+=("$!")
   echo "$!" >"$RUN_DIR/instance-$i.pid"
   upstreams+="    server 127.0.0.1:$port max_fails=1 fail_timeout=2s;"$'\n'
