@@ -2,6 +2,8 @@
  * The `nonsense` command line. Every command reads the same environment as the server
  * (DATABASE_URL and the rest), through the same configuration module.
  */
+// First: it must run before the first full garbage collection (tick-shape.ts).
+import './tick-shape.ts';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, Option } from 'commander';
