@@ -13,22 +13,41 @@ import fp from 'fastify-plugin';
 import pino from 'pino';
 import type { AccessLogWriter } from './fast-lane.ts';
 
-/** Bytes (UTF-16 code units) that make a batch worth writing at once. */
+/** Bytes that make a batch worth writing at once. */
 const BATCH = 16 * 1024;
+/** A batch's buffer: the batch, and room for the line that completes it (UTF-8: at most 3 bytes a UTF-16 unit). */
+const CAPACITY = 2 * BATCH;
 /** The longest a line waits to be written. */
 const DELAY_MS = 100;
 
-/** BatchedDestination collects pino's lines and writes them in batches. */
+/** Where batches go: standard output, or a test's collector. */
+export interface BatchSink {
+  write(bytes: Buffer): unknown;
+  flushSync?(): void;
+}
+
+/**
+ * BatchedDestination collects pino's lines and writes them in batches. Each line is encoded straight
+ * into the batch's buffer, which is written as it is: no joined string to make, measure and encode
+ * again.
+ */
 export class BatchedDestination {
-  private parts: string[] = [];
+  private buffer = Buffer.allocUnsafe(CAPACITY);
   private length = 0;
   private scheduled = false;
 
-  constructor(private readonly out: { write(text: string): unknown; flushSync?(): void }) {}
+  constructor(private readonly out: BatchSink) {}
 
   write(line: string): void {
-    this.parts.push(line);
-    this.length += line.length;
+    if (this.length + 3 * line.length > CAPACITY) {
+      this.flush();
+      // A line larger than a batch's buffer goes out alone.
+      if (3 * line.length > CAPACITY) {
+        this.out.write(Buffer.from(line, 'utf8'));
+        return;
+      }
+    }
+    this.length += this.buffer.write(line, this.length, 'utf8');
     if (this.length >= BATCH) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
@@ -39,10 +58,11 @@ export class BatchedDestination {
   /** flush writes whatever waits, synchronously. */
   flush(): void {
     if (this.length === 0) return;
-    const text = this.parts.length === 1 ? this.parts[0]! : this.parts.join('');
-    this.parts = [];
+    const batch = this.buffer.subarray(0, this.length);
+    // A new buffer for the next batch: the sink may keep this one (a full pipe, retried later).
+    this.buffer = Buffer.allocUnsafe(CAPACITY);
     this.length = 0;
-    this.out.write(text);
+    this.out.write(batch);
   }
 
   /** flushSync is what pino calls before a fatal exit. */
@@ -63,7 +83,8 @@ let stdout: BatchedDestination | undefined;
 export function logDestination(): BatchedDestination {
   if (stdout === undefined) {
     // Synchronous underneath: it retries a full pipe (EAGAIN) and stops quietly on a closed one (EPIPE).
-    const destination = new BatchedDestination(pino.destination({ dest: 1, sync: true }));
+    // In buffer mode it takes Buffers, which its types do not say.
+    const destination = new BatchedDestination(pino.destination({ dest: 1, sync: true, contentMode: 'buffer' }) as unknown as BatchSink);
     process.on('exit', () => destination.flush());
     stdout = destination;
   }

@@ -51,16 +51,18 @@ interface LaneRoute {
 
 /**
  * The whole header list of an answer, made once per list of the route's own headers: a slot for the
- * request id, the common headers, the route's. A request copies it and fills in its id.
+ * request id, the common headers, the route's, and a slot for the body's length (left out for a 304,
+ * which has none). A request copies it and fills in the slots.
  */
-const headLists = new WeakMap<readonly string[], readonly string[]>();
-function headList(own: readonly string[]): readonly string[] {
-  let list = headLists.get(own);
-  if (list === undefined) {
-    list = ['x-request-id', '', ...COMMON_HEADERS, ...own];
-    headLists.set(own, list);
+const headLists = new WeakMap<readonly string[], { withLength: readonly string[]; without: readonly string[] }>();
+function headList(own: readonly string[], withLength: boolean): readonly string[] {
+  let lists = headLists.get(own);
+  if (lists === undefined) {
+    const without = ['x-request-id', '', ...COMMON_HEADERS, ...own];
+    lists = { withLength: [...without, 'content-length', ''], without };
+    headLists.set(own, lists);
   }
-  return list;
+  return withLength ? lists.withLength : lists.without;
 }
 
 export class FastLane {
@@ -126,19 +128,16 @@ export class FastLane {
     if (answer === undefined) return false;
 
     const id = requestId(request);
-    const headers = headList(answer.headers).slice();
+    // As Fastify sends a 304: no body and no Content-Length.
+    const withBody = answer.status !== 304;
+    const headers = headList(answer.headers, withBody).slice();
     headers[1] = id;
+    const body = answer.body;
+    if (withBody) headers[headers.length - 1] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
     for (let i = 0; i < this.admissions.length; i++) if (!this.admissions[i]!(request, headers)) return false;
-    if (answer.status === 304) {
-      // As Fastify sends it: no body and no Content-Length.
-      response.writeHead(304, headers);
-      response.end();
-    } else {
-      const body = answer.body;
-      headers.push('content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length));
-      response.writeHead(answer.status, headers);
-      response.end(body);
-    }
+    response.writeHead(answer.status, headers);
+    if (withBody) response.end(body);
+    else response.end();
 
     const ms = performance.now() - started;
     route.series.series('GET', answer.status).observe(ms / 1000);

@@ -30,7 +30,7 @@ describe('accessLine', () => {
 describe('BatchedDestination', () => {
   it('writes the lines of up to 100 ms at once, in order, and at once past the batch size', async () => {
     const writes: string[] = [];
-    const destination = new BatchedDestination({ write: (text: string) => writes.push(text) });
+    const destination = new BatchedDestination({ write: (bytes: Buffer) => writes.push(bytes.toString('utf8')) });
     destination.write('a\n');
     destination.write('b\n');
     expect(writes).toEqual([]);
@@ -42,5 +42,17 @@ describe('BatchedDestination', () => {
     destination.write('c\n');
     destination.flushSync();
     expect(writes.join('')).toBe(`a\nb\n${big}c\n`);
+  });
+
+  it('keeps every byte of multi-byte lines, whatever their lengths, each batch in a buffer of its own', () => {
+    const batches: Buffer[] = [];
+    const destination = new BatchedDestination({ write: (bytes: Buffer) => batches.push(bytes) });
+    const lines = Array.from({ length: 3000 }, (_, i) => `${i} ${'é漢🦆'.repeat(i % 50)} ${'y'.repeat((i * 37) % 3000)}\n`);
+    lines.push(`${'🦆'.repeat(12_000)}\n`, 'after\n');
+    for (const line of lines) destination.write(line);
+    destination.flushSync();
+    expect(Buffer.concat(batches).toString('utf8')).toBe(lines.join(''));
+    expect(batches.length).toBeGreaterThan(10);
+    expect(new Set(batches.map((b) => b.buffer)).size).toBe(batches.length);
   });
 });
