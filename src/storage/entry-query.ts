@@ -69,6 +69,11 @@ export interface EntryListQuery {
   limit?: number;
   /** Each statement of the query may run this long; past it, it fails with TimeLimitError (db/time-limit.ts). */
   timeLimitMs?: number;
+  /**
+   * Match `filter.q` by testing the rows visited, not through the search index (quirks'
+   * containsText); in listPages, on the pages after the first only.
+   */
+  scanText?: boolean;
 }
 
 /** isKeysetOrder tells whether an order can be resumed from an `EntryCursor` (timestamp, uuid): it has column keys only. */
@@ -119,14 +124,14 @@ export class EntryQuery {
   }
 
   /** matching is the unordered set of entries a list query's filter and condition select. */
-  private matching({ filter = {}, where }: EntryListQuery, db: Kysely<DB>, check?: Expression<SqlBool>) {
+  private matching({ filter = {}, where, scanText }: EntryListQuery, db: Kysely<DB>, check?: Expression<SqlBool>) {
     let select = db.selectFrom('entries').select(['entries.uuid', 'entries.text', 'entries.created_at', 'entries.state']);
     const state = filter.state ?? 'visible';
     if (state !== 'any') select = select.where('entries.state', '=', state);
     // Before every other condition, so that it is evaluated on every row the statement visits.
     if (check) select = select.where(check);
     const q = filter.q ? searchKey(filter.q) : '';
-    if (q !== '') select = select.where(this.quirks.containsText(q));
+    if (q !== '') select = select.where(this.quirks.containsText(q, scanText));
     if (filter.after !== undefined) select = select.where('entries.created_at', '>', filter.after);
     if (filter.before !== undefined) select = select.where('entries.created_at', '<', filter.before);
     if (filter.singleLine) select = select.where('entries.text', 'not like', '%\n%').where('entries.text', 'not like', '%\r%');
@@ -184,7 +189,7 @@ export class EntryQuery {
       const limits: EntryListQuery = resume ? { timeLimitMs: laterTimeLimitMs } : query;
       const rows = (await this.run(limits, (db, check) => {
         // Column keys are read back from the columns selected anyway; only expressions need their own.
-        let select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : {}) }, db, check).select(
+        let select = this.select({ ...query, limit, ...(resume ? { offset: 0, scanText: query.scanText } : { scanText: undefined }) }, db, check).select(
           order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
         );
         if (resume) select = select.where(afterValues(order, resume));
@@ -201,9 +206,12 @@ export class EntryQuery {
     }
   }
 
-  /** pages walks every entry matching `filter`, oldest first (the export). */
+  /**
+   * pages walks every entry matching `filter`, oldest first (the export): a search term is found
+   * through the index on the first page, and by testing rows in order from the cursor after it.
+   */
   pages(filter: EntryFilter, pageSize = STREAM_PAGE_SIZE): AsyncGenerator<ListedEntry[]> {
-    return this.listPages({ filter }, pageSize);
+    return this.listPages({ filter, scanText: true }, pageSize);
   }
 }
 

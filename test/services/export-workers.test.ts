@@ -61,6 +61,21 @@ describe.runIf(sqlite)('the export worker', () => {
     }
   });
 
+  it('finds a search term on every page as the index does (the index on the first page, rows in order after it)', async () => {
+    // A term on 6 entries of 7 (two pages), one on 1,111 (two pages), one on 111 (one page), a two-letter one (no index).
+    for (const q of ['comma', 'entry 1', 'ENTRY 22', 'y ']) {
+      vi.spyOn(Math, 'random').mockImplementation(mulberry32(7));
+      const offThread = await collect(await workers.open('csv', { q }, EXPORT_PAGE_SIZE, variables));
+      vi.mocked(Math.random).mockRestore();
+      vi.spyOn(Math, 'random').mockImplementation(mulberry32(7));
+      // The reference finds the term through the index on every page.
+      const onLoop = await collect(serializeExport('csv', t.storage.entryQuery.listPages({ filter: { q } }, EXPORT_PAGE_SIZE), variables));
+      vi.mocked(Math.random).mockRestore();
+      expect(offThread, q).toBe(onLoop);
+      expect(offThread.split('\r\n').length, q).toBeGreaterThan(100);
+    }
+  });
+
   it('writes an empty selection as an empty file of its format', async () => {
     const none = { after: 2_000_000_000 };
     expect(await collect(await workers.open('json', none, EXPORT_PAGE_SIZE, variables))).toBe('[]');

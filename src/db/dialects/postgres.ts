@@ -88,6 +88,7 @@ export const postgresQuirks: EngineQuirks = {
     await sql`create index entries_text_key_trgm on entries using gin (text_key gin_trgm_ops)`.execute(db);
   },
 
+  // The planner chooses between the trigram index and testing rows, statement by statement: no `scan`.
   containsText(needle) {
     const pattern = `%${needle.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     return sql<boolean>`entries.text_key like ${pattern}`;

@@ -31,9 +31,11 @@ export interface EngineQuirks {
   createSearchIndex(db: Kysely<any>): Promise<void>;
   /**
    * A condition on `entries`: its `text_key` contains `needle` (already in textKey form, so the match
-   * is case-insensitive and Unicode-aware). Uses the engine's trigram index where it can.
+   * is case-insensitive and Unicode-aware). Uses the engine's trigram index where it can, unless
+   * `scan`: then each row visited is tested, for a walk that goes on from a cursor (an export's later
+   * pages), where the index would find every match again for each page.
    */
-  containsText(needle: string): Expression<SqlBool>;
+  containsText(needle: string, scan?: boolean): Expression<SqlBool>;
   /**
    * The 1-based position of `needle` in `haystack`, 0 when absent, counted in characters. The OData
    * `$filter` string functions are built on it: SQLite spells it `instr`, PostgreSQL `strpos`, and
