@@ -73,6 +73,11 @@ export function exportPage(format: ExportFormat, page: readonly EntryRecord[], v
     // Straight from the stored entry to the record: no delivered object per entry.
     let text = first ? CSV_HEADER : '';
     for (const entry of page) {
+      // Most texts have no `$`, so no variable: nothing to substitute.
+      if (entry.text.indexOf('$') === -1) {
+        text += csvRecord(entry.uuid, entry.text, undefined, entry.timestamp);
+        continue;
+      }
       const delivered = substitute(entry.text, variables, pick);
       text += csvRecord(entry.uuid, delivered.text, delivered.hasVariables ? entry.text : undefined, entry.timestamp);
     }
