@@ -96,6 +96,25 @@ describe.runIf(sqlite)('the export worker', () => {
     }
   });
 
+  it('matches a search term with GLOB’s wildcards in it literally on every page', async () => {
+    // Every other entry holds `[x]*?` literally; the others hold what the wildcards would match.
+    const wild = await createTestApp({
+      entries: Array.from({ length: 2 * EXPORT_PAGE_SIZE + 500 }, (_, n) => entry(n % 2 === 0 ? `Wild ${n}: a [x]*? b` : `Wild ${n}: a x-and-more! b`, 1_700_400_000 + n)),
+    });
+    const pool = ExportWorkers.forDatabase(wild.config.database)!;
+    try {
+      for (const q of ['[x]*?', 'a [X]*', '*?']) {
+        const offThread = await collect(await pool.open('txt', { q, singleLine: true }, EXPORT_PAGE_SIZE, new Map()));
+        const byIndex = await collect(serializeExport('txt', wild.storage.entryQuery.listPages({ filter: { q, singleLine: true } }, EXPORT_PAGE_SIZE), new Map()));
+        expect(offThread, q).toBe(byIndex);
+        expect(offThread.trim().split('\n'), q).toHaveLength(EXPORT_PAGE_SIZE + 250);
+      }
+    } finally {
+      await pool.close();
+      await wild.close();
+    }
+  });
+
   it('writes the largest pages there can be: 1,000 entries of 2,000 CJK characters with a long variable, three times', async () => {
     const big = await createTestApp({
       variables: [{ name: '$WIDE$', description: 'A long value.', values: ['😀'.repeat(500)] }],
