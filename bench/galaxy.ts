@@ -27,7 +27,7 @@ import { migrate, openDatabase } from '../src/db/database.ts';
 import { WORKER_MAX_HEAP_MB } from '../src/services/galaxy/background.ts';
 import { createStorage } from '../src/storage/index.ts';
 import { topicCorpus } from '../test/galaxy/corpus.ts';
-import { startEnv } from './lib.ts';
+import { median, startService } from './lib.ts';
 
 const SIZES = (process.env.GALAXY_BENCH_SIZES ?? '10000,100000').split(',').map(Number);
 const PORT = Number(process.env.GALAXY_BENCH_PORT ?? 18291);
@@ -98,26 +98,6 @@ async function run(args: string[], env: Record<string, string>): Promise<{ secon
   return { seconds: (performance.now() - started) / 1000, cpu: last.cpu, peakMiB: last.hwm / 1024, stdout: stdout.trim() };
 }
 
-async function startService(file: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
-    env: { ...startEnv(), ...process.env, DATABASE_URL: file, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (;;) {
-    try {
-      if ((await fetch(`${BASE}/readyz`)).ok) break;
-    } catch {
-      await sleep(100);
-    }
-  }
-  return {
-    stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    },
-  };
-}
-
 /**
  * timed reads a URL to its end: seconds, bytes, status. node:http rather than fetch: fetch adds
  * `Cache-Control: no-cache` to a request with If-None-Match, which asks for the full body.
@@ -136,7 +116,6 @@ function timed(url: string, headers: Record<string, string> = {}): Promise<{ sec
   });
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const ms = (seconds: number) => `${Math.round(seconds * 1000)} ms`;
 
 const rows: string[] = [];
@@ -155,7 +134,7 @@ for (const size of SIZES) {
   const place = await run(['galaxy'], env);
   console.log(`placement of 100 new entries by a new process: ${place.stdout} (${place.seconds.toFixed(1)} s wall, ${place.cpu.toFixed(1)} s CPU)`);
 
-  const service = await startService(file, { GALAXY: 'off' });
+  const service = await startService({ DATABASE_URL: file, PORT: String(PORT), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', GALAXY: 'off' }, '/readyz');
   let serving: Record<string, number> | undefined;
   try {
     const health: number[] = [];
@@ -196,7 +175,7 @@ for (const size of SIZES) {
   }
 
   // The background thread: a server that starts with a stored layout, and entries added by another process.
-  const background = await startService(file, { GALAXY: 'auto' });
+  const background = await startService({ DATABASE_URL: file, PORT: String(PORT), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', GALAXY: 'auto' }, '/readyz');
   let firstSeconds: number | undefined;
   let nextSeconds: number | undefined;
   try {

@@ -16,7 +16,7 @@
  *   LOAD_SECONDS=20 LOAD_RATE=400 npm run load
  *   LOAD_ONLY=random,PNG npm run load     # a part of the mix
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,7 +26,7 @@ import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
 import { createStorage } from '../src/storage/index.ts';
 import type { ProbeResult } from './latency-probe.ts';
-import { startEnv, startFlags, waitForQuiet } from './lib.ts';
+import { startService, waitForQuiet } from './lib.ts';
 
 const SECONDS = Number(process.env.LOAD_SECONDS ?? 60);
 const RATE = Number(process.env.LOAD_RATE ?? 800);
@@ -53,38 +53,6 @@ async function seed(): Promise<string[]> {
   await storage.entries.insertEntries(rows);
   await database.close();
   return uuids;
-}
-
-function start(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...startFlags(), 'bin/nonsense.js', 'serve'], {
-    env: {
-      ...startEnv(),
-      ...process.env,
-      DATABASE_URL: dbFile,
-      PORT: String(PORT),
-      LOG_LEVEL: process.env.LOAD_LOG_LEVEL ?? 'info',
-      DEMO_DATA: 'off',
-      // Limits on, high enough never to refuse this client; only reports are refused, on purpose.
-      RATE_LIMIT_READ: '100000000/1m',
-      RATE_LIMIT_IMAGE: '100000000/1m',
-      RATE_LIMIT_REPORT: REPORT_LIMIT,
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
-    const poll = setInterval(() => void (async () => {
-      try {
-        if ((await fetch(`${BASE}/healthz`)).ok) {
-          clearInterval(poll);
-          child.removeAllListeners('exit');
-          resolve(child);
-        }
-      } catch {
-        /* not up yet */
-      }
-    })(), 100);
-  });
 }
 
 function rssMiB(pid: number): number {
@@ -146,8 +114,16 @@ async function idle(type: RequestType, count: number): Promise<{ p50: number; p9
 }
 
 const uuids = await seed();
-const server = await start();
-const pid = server.pid!;
+const server = await startService({
+  DATABASE_URL: dbFile,
+  PORT: String(PORT),
+  LOG_LEVEL: process.env.LOAD_LOG_LEVEL ?? 'info',
+  // Limits on, high enough never to refuse this client; only reports are refused, on purpose.
+  RATE_LIMIT_READ: '100000000/1m',
+  RATE_LIMIT_IMAGE: '100000000/1m',
+  RATE_LIMIT_REPORT: REPORT_LIMIT,
+});
+const pid = server.pid;
 try {
   // The entry snapshot and the galaxy's layout come after the start; the baseline and the load come after them.
   await fetch(`${BASE}/api/v1/nonsense/random`);
@@ -264,7 +240,6 @@ try {
   console.log(`deliberate 429s (reports over RATE_LIMIT_REPORT=${REPORT_LIMIT}): ${limited}; errors: ${failures}`);
   if (failures > 0) process.exitCode = 1;
 } finally {
-  server.kill('SIGTERM');
-  await new Promise((resolve) => server.once('exit', resolve));
+  await server.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 }

@@ -11,7 +11,6 @@
  * The service runs as its own process (`nonsense serve`), rate limits, overload refusals and the
  * galaxy's layout thread off.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -19,7 +18,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { FIRST_TIMESTAMP, seedOData } from './odata-seed.ts';
-import { startEnv } from './lib.ts';
+import { startService } from './lib.ts';
 
 const ENTRIES = Number(process.env.ODATA_BENCH_ENTRIES ?? 1_000_000);
 const PORT = Number(process.env.ODATA_BENCH_PORT ?? 18431);
@@ -68,21 +67,6 @@ const cases: [string, string][] = [
 
 const encode = (url: string) => encodeURI(url).replace(/'/g, '%27').replace(/,/g, '%2C');
 
-async function startService(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
-    env: { ...startEnv(), ...process.env, DATABASE_URL: databaseUrl, PORT: String(PORT), LOG_LEVEL: 'warn', DEMO_DATA: 'off', RATE_LIMIT_READ: 'off', OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off', GALAXY: 'off' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return child;
-    } catch {
-      if (i > 600 || child.exitCode !== null) throw new Error('the service did not start');
-    }
-    await sleep(100);
-  }
-}
-
 /** run reads one answer to the end (or gives up after TIMEOUT_MS) while probing /healthz. */
 async function run(url: string): Promise<{ status: number | string; seconds: number; bytes: number; healthMax: number; probes: number }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -124,8 +108,11 @@ if (!GIVEN && ENGINE === 'postgres') {
 }
 try {
   if (!GIVEN) console.log(`seeding ${ENTRIES} entries on ${ENGINE}: ${(await seedOData(databaseUrl, ENTRIES)).toFixed(0)} s`);
-  const service = await startService();
-  process.once('exit', () => service.kill('SIGTERM'));
+  const service = await startService(
+    { DATABASE_URL: databaseUrl, PORT: String(PORT), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off', GALAXY: 'off' },
+    '/readyz',
+  );
+  process.once('exit', () => service.child.kill('SIGTERM'));
   const rows: string[] = [];
   try {
     await run('/odata/v2/nonsense_list?$top=1'); // warm: variables, statements, caches
@@ -136,8 +123,7 @@ try {
       console.log(rows.at(-1));
     }
   } finally {
-    service.kill('SIGTERM');
-    await new Promise((resolve) => service.once('exit', resolve));
+    await service.stop();
   }
   console.log(`\n${ENTRIES} entries on ${ENGINE}, ${os.availableParallelism()} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   console.log('| request | status | time to last byte | size | longest /healthz meanwhile (probes) |');

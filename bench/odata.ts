@@ -15,7 +15,6 @@
  * refusal and the galaxy's layout thread off, so that the figures are the feed's and not its
  * neighbours'.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -23,7 +22,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { FIRST_TIMESTAMP, seedOData } from './odata-seed.ts';
-import { startEnv } from './lib.ts';
+import { startService } from './lib.ts';
 
 const ENTRIES = Number(process.env.ODATA_BENCH_ENTRIES ?? 1_000_000);
 const SECONDS = Number(process.env.ODATA_BENCH_SECONDS ?? 10);
@@ -64,32 +63,6 @@ function sampleMemory(pid: number): () => { anon: number; file: number } {
     sample();
     return max;
   };
-}
-
-async function startService(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
-    env: {
-      ...startEnv(),
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      PORT: String(PORT),
-      LOG_LEVEL: 'warn',
-      DEMO_DATA: 'off',
-      RATE_LIMIT_READ: 'off',
-      OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
-      // The galaxy's layout thread would read and embed every entry meanwhile, and count in the RSS.
-      GALAXY: 'off',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${PORT}/readyz`)).ok) return child;
-    } catch {
-      if (i > 300 || child.exitCode !== null) throw new Error('the service did not start');
-    }
-    await sleep(100);
-  }
 }
 
 /** readAll streams a whole-feed response, counting bytes and entries (`</entry>` in Atom, `"__metadata"` in JSON). */
@@ -149,16 +122,27 @@ if (!GIVEN && ENGINE === 'postgres') {
 }
 try {
   if (!GIVEN) console.log(`seeding ${ENTRIES} entries on ${ENGINE}: ${(await seedOData(databaseUrl, ENTRIES)).toFixed(0)} s`);
-  const service = await startService();
+  const service = await startService(
+    {
+      DATABASE_URL: databaseUrl,
+      PORT: String(PORT),
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_READ: 'off',
+      OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
+      // The galaxy's layout thread would read and embed every entry meanwhile, and count in the RSS.
+      GALAXY: 'off',
+    },
+    '/readyz',
+  );
   // However the run ends, the service goes with it.
-  process.once('exit', () => service.kill('SIGTERM'));
+  process.once('exit', () => service.child.kill('SIGTERM'));
   const base = `http://127.0.0.1:${PORT}`;
   await fetch(`${base}/odata/v2/$metadata`);
   await sleep(1000);
-  const idle = mb(service.pid!, 'VmRSS');
-  const idlePeak = mb(service.pid!, 'VmHWM');
-  const idleAnon = mb(service.pid!, 'RssAnon');
-  const idleFile = mb(service.pid!, 'RssFile');
+  const idle = mb(service.pid, 'VmRSS');
+  const idlePeak = mb(service.pid, 'VmHWM');
+  const idleAnon = mb(service.pid, 'RssAnon');
+  const idleFile = mb(service.pid, 'RssFile');
 
   const whole: string[] = [];
   for (const [label, url, marker] of [
@@ -166,12 +150,12 @@ try {
     ['JSON, all=true', `${base}/odata/v2/nonsense_list?all=true&$format=json`, '"__metadata"'],
     ['Atom, all=true, $filter=multiline', `${base}/odata/v2/nonsense_list?all=true&$filter=multiline`, '</entry>'],
   ] as const) {
-    const stop = sampleMemory(service.pid!);
+    const stop = sampleMemory(service.pid);
     const health = probeHealth(base);
     const result = await readAll(url, marker);
     const sampled = stop();
     const latency = await health();
-    const peak = mb(service.pid!, 'VmHWM');
+    const peak = mb(service.pid, 'VmHWM');
     whole.push(
       `| ${label} | ${result.entries} | ${result.seconds.toFixed(1)} s | ${(result.bytes / 1e6).toFixed(0)} MB | ` +
         `${(result.entries / result.seconds).toFixed(0)} entries/s | ${(peak - idle).toFixed(0)} MB | ` +
@@ -179,7 +163,7 @@ try {
         `${latency.p50.toFixed(0)} / ${latency.p95.toFixed(0)} / ${latency.max.toFixed(0)} ms |`,
     );
   }
-  const peakAbove = mb(service.pid!, 'VmHWM') - idle;
+  const peakAbove = mb(service.pid, 'VmHWM') - idle;
 
   const middle = FIRST_TIMESTAMP + Math.floor(ENTRIES / 2);
   const pages: string[] = [];
@@ -190,8 +174,7 @@ try {
   ] as const) {
     pages.push(`| ${label} | ${await rps(base, encodeURI(requestPath).replace(/'/g, '%27'))} |`);
   }
-  service.kill('SIGTERM');
-  await new Promise((resolve) => service.once('exit', resolve));
+  await service.stop();
 
   console.log(`\n${ENTRIES} entries on ${ENGINE}, ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   console.log(

@@ -6,7 +6,7 @@
  *   npm run bench:scale                         # needs PostgreSQL, Redis and nginx (scripts/cluster.sh)
  *   SCALE_ENTRIES=200000 SCALE_SECONDS=5 npm run bench:scale
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +15,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
-import { startEnv } from './lib.ts';
+import { startService } from './lib.ts';
 
 const ENTRIES = Number(process.env.SCALE_ENTRIES ?? 1_000_000);
 const SECONDS = Number(process.env.SCALE_SECONDS ?? 10);
@@ -64,21 +64,6 @@ function peakRssMb(pid: number): number {
   return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024;
 }
 
-async function startService(url: string, port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['bin/nonsense.js', 'serve'], {
-    env: { ...startEnv(), ...process.env, DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', DEMO_DATA: 'off' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  for (;;) {
-    try {
-      if ((await fetch(`http://127.0.0.1:${port}/readyz`)).ok) return child;
-    } catch {
-      /* starting */
-    }
-    await sleep(100);
-  }
-}
-
 async function rps(base: string, paths: string[]): Promise<string> {
   let i = 0;
   const result = await autocannon({ url: base, connections: 20, duration: SECONDS, requests: [{ setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length]! }) }] });
@@ -94,19 +79,18 @@ async function exportTime(base: string): Promise<string> {
 }
 
 async function measure(label: string, url: string, port: number, uuids: string[]) {
-  const service = await startService(url, port);
+  const service = await startService({ DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off' }, '/readyz');
   const base = `http://127.0.0.1:${port}`;
-  const idle = peakRssMb(service.pid!);
+  const idle = peakRssMb(service.pid);
   await fetch(`${base}/api/v1/nonsense/random`); // builds the id list once
   const row = {
     engine: label,
     random: await rps(base, ['/api/v1/nonsense/random']),
     byUuid: await rps(base, uuids.map((u) => `/api/v1/nonsense/${u}`)),
     exportCsv: await exportTime(base),
-    rss: `${idle.toFixed(0)} MB at start, ${peakRssMb(service.pid!).toFixed(0)} MB peak`,
+    rss: `${idle.toFixed(0)} MB at start, ${peakRssMb(service.pid).toFixed(0)} MB peak`,
   };
-  service.kill('SIGTERM');
-  await new Promise((resolve) => service.once('exit', resolve));
+  await service.stop();
   return row;
 }
 
