@@ -72,20 +72,35 @@ export function exportPage(format: ExportFormat, page: readonly EntryRecord[], v
   if (format === 'csv') {
     // Straight from the stored entry to the record: no delivered object per entry.
     let text = first ? CSV_HEADER : '';
-    for (const entry of page) {
-      // Most texts have no `$`, so no variable: nothing to substitute.
-      if (entry.text.indexOf('$') === -1) {
-        text += csvRecord(entry.uuid, entry.text, undefined, entry.timestamp);
-        continue;
-      }
-      const delivered = substitute(entry.text, variables, pick);
-      text += csvRecord(entry.uuid, delivered.text, delivered.hasVariables ? entry.text : undefined, entry.timestamp);
-    }
+    for (const entry of page) text += csvLine(entry.uuid, entry.text, entry.timestamp, variables, pick);
     return text;
   }
   const delivered = page.map((entry) => deliverEntry(entry, variables, pick));
   if (format === 'json') return (first ? '\n' : ',\n') + delivered.map((e) => JSON.stringify(e)).join(',\n');
   return delivered.map((e) => `${e.nonsense}\n`).join('');
+}
+
+/** A stored entry as the export's query reads it in raw mode: uuid, raw text, timestamp. */
+export type ExportRow = readonly [uuid: string, text: string, timestamp: number];
+
+/**
+ * exportRows is exportPage for rows as the query reads them (the export worker). A CSV page is
+ * written from the rows themselves: an entry object per row, made only to be read once, cost the
+ * worker a tenth of its walk in allocation and collections.
+ */
+export function exportRows(format: ExportFormat, rows: readonly ExportRow[], variables: ServerVariables, first: boolean, pick: PickIndex): string {
+  if (format !== 'csv') return exportPage(format, rows.map(([uuid, text, timestamp]) => ({ uuid, text, timestamp })), variables, first, pick);
+  let text = first ? CSV_HEADER : '';
+  for (const row of rows) text += csvLine(row[0], row[1], row[2], variables, pick);
+  return text;
+}
+
+/** csvLine is a stored entry as a CSV record, its server variables drawn with `pick`. */
+function csvLine(uuid: string, raw: string, timestamp: number, variables: ServerVariables, pick: PickIndex): string {
+  // Most texts have no `$`, so no variable: nothing to substitute.
+  if (raw.indexOf('$') === -1) return csvRecord(uuid, raw, undefined, timestamp);
+  const delivered = substitute(raw, variables, pick);
+  return csvRecord(uuid, delivered.text, delivered.hasVariables ? raw : undefined, timestamp);
 }
 
 /** exportTail is what an export file ends with; `empty` when it had no page. */
