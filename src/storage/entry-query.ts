@@ -16,6 +16,13 @@ export type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
 export { TimeLimitError } from '../db/time-limit.ts';
 
 /** An entry of a list: the stored record and its state. */
+/** A page of the search page: its entries, how many match in all, and the first one's position among them. */
+export interface SearchPage {
+  found: ListedEntry[];
+  total: number;
+  rank: number;
+}
+
 export interface ListedEntry extends EntryRecord {
   state: EntryState;
 }
@@ -168,6 +175,26 @@ export class EntryQuery {
   /** pageBefore reads up to `limit` entries just before `cursor`, returned oldest first: the site's search paging backwards. */
   async pageBefore(filter: EntryFilter, limit: number, cursor: EntryCursor): Promise<ListedEntry[]> {
     return (await this.list({ filter, order: NEWEST_FIRST, after: cursor, limit })).reverse();
+  }
+
+  /**
+   * searchPage is a page of the search page (routes/site/search.ts): up to `limit` entries after
+   * `next`, or before `prev` (a full first page when fewer come before it), with the number of
+   * matching entries and the position of the first shown among them (1-based).
+   */
+  async searchPage(filter: EntryFilter, limit: number, position: { next?: EntryCursor; prev?: EntryCursor }): Promise<SearchPage> {
+    let found: ListedEntry[];
+    if (position.prev) {
+      found = await this.pageBefore(filter, limit, position.prev);
+      if (found.length < limit) found = await this.page(filter, limit);
+    } else {
+      found = await this.page(filter, limit, position.next);
+    }
+    const total = await this.count({ filter });
+    // Everything matching, minus what comes after the first shown.
+    const first = found[0];
+    const rank = first === undefined ? total + 1 : total - (await this.count({ filter, after: first }));
+    return { found, total, rank };
   }
 
   /**

@@ -3,7 +3,7 @@
  * report, static files and the admin search endpoint. The browser flows are in browser.test.ts.
  */
 import fs from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEMO_DIR } from '../../src/demo/load-demo.ts';
 import { SITE_CSP } from '../../src/web/layout.ts';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
@@ -143,6 +143,14 @@ describe('web pages', () => {
       t = await createTestApp({ entries });
     });
     afterAll(() => t.close());
+
+    it('reads an embedded database file in the worker thread, not on the event loop', async () => {
+      const searched = vi.spyOn(t.app.exportWorkers!, 'searchPage');
+      const page = (await t.app.inject('/search?q=heron')).body;
+      expect(searched).toHaveBeenCalledTimes(1);
+      expect(page).toContain('1–15 of 15 entries');
+      searched.mockRestore();
+    });
 
     it('pages forwards and backwards with a count, never skipping or repeating', async () => {
       const first = (await t.app.inject('/search')).body;

@@ -89,19 +89,13 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
 
   app.get('/search', { schema: { hide: true } }, async (request, reply) => {
     const params = parseSearch(request.query as Record<string, unknown>);
-    const { filter } = params;
-    let found;
-    if (params.prev) {
-      found = await entryQuery.pageBefore(filter, PAGE_SIZE, params.prev);
-      // Fewer than a page before the cursor: show the first page in full instead of a short one.
-      if (found.length < PAGE_SIZE) found = await entryQuery.page(filter, PAGE_SIZE);
-    } else {
-      found = await entryQuery.page(filter, PAGE_SIZE, params.next);
-    }
-    const total = await entryQuery.count({ filter });
-    // The position of the first shown entry: everything matching, minus what comes after it.
+    const position = { ...(params.next ? { next: params.next } : {}), ...(params.prev ? { prev: params.prev } : {}) };
+    // An embedded database file is searched in the worker thread: a common term is matched and
+    // counted over every entry, which would hold the event loop (services/export).
+    const { found, total, rank } = app.exportWorkers
+      ? await app.exportWorkers.searchPage(params.filter, PAGE_SIZE, position)
+      : await entryQuery.searchPage(params.filter, PAGE_SIZE, position);
     const first = found[0];
-    const rank = first === undefined ? total + 1 : total - (await entryQuery.count({ filter, after: first }));
     const last = found.at(-1);
     const values = await variables.values();
     const emojis = await emojiFiles(app.storage);

@@ -16,7 +16,8 @@ import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { exportHead, exportSeed, exportTail } from '../../formats/export.ts';
-import type { PageFailure, PageResult, PageTask } from './page-worker.ts';
+import type { SearchPage } from '../../storage/entry-query.ts';
+import type { PageFailure, PageResult, PageTask, SearchTask } from './page-worker.ts';
 
 // From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself; see page-worker-tsx.mjs.
 const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./page-worker-tsx.mjs', import.meta.url) : new URL('./page-worker.js', import.meta.url);
@@ -102,6 +103,18 @@ export class ExportWorkers {
       if (tail !== '') yield encoder.encode(tail);
     }
     return file();
+  }
+
+  /**
+   * searchPage reads a page of the search page (EntryQuery.searchPage) in the worker. With a common
+   * term, finding every match and counting them took the event loop 0.37 s at 200,000 entries; here
+   * the page waits for the worker (behind any export's page in its queue) and no other request waits.
+   */
+  async searchPage(filter: EntryFilter, limit: number, position: SearchTask['position']): Promise<SearchPage> {
+    const pool = await this.piscina();
+    const result = (await pool.run({ file: this.file, filter, limit, position } satisfies SearchTask, { name: 'searchTask' })) as SearchPage | PageFailure;
+    if ('failed' in result) throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
+    return result;
   }
 
   async close(): Promise<void> {

@@ -6,3 +6,5 @@ import { tsImport } from 'tsx/esm/api';
 const worker = await tsImport('./page-worker.ts', import.meta.url);
 
 export default worker.default;
+
+export const searchTask = worker.searchTask;

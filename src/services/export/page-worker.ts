@@ -11,7 +11,7 @@ import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { exportRows, pagePick, type ExportRow } from '../../formats/export.ts';
-import { EntryQuery } from '../../storage/entry-query.ts';
+import { EntryQuery, type SearchPage } from '../../storage/entry-query.ts';
 
 export interface PageTask {
   /** The SQLite file; one connection per worker, opened with the first task. */
@@ -93,12 +93,34 @@ function readRows({ query, raw, statements }: Reader, task: PageTask): ExportRow
   return statement.all(...parameters) as unknown as ExportRow[];
 }
 
+/** A page of the search page, read in the worker (ExportWorkers.searchPage). */
+export interface SearchTask {
+  file: string;
+  filter: EntryFilter;
+  limit: number;
+  position: { next?: EntryCursor; prev?: EntryCursor };
+}
+
+/** searchTask reads a page of the search page through the worker's own connection. */
+export async function searchTask(task: SearchTask): Promise<SearchPage | PageFailure> {
+  try {
+    return await reader(task.file).query.searchPage(task.filter, task.limit, task.position);
+  } catch (error) {
+    return failure(error);
+  }
+}
+
+/** failure is an error as it can cross the thread. */
+function failure(error: unknown): PageFailure {
+  const { message, code } = error as { message?: unknown; code?: unknown };
+  return { failed: { message: String(message), ...(typeof code === 'string' ? { code } : {}) } };
+}
+
 export default async function exportPageTask(task: PageTask): Promise<PageResult | PageFailure> {
   try {
     return readPage(task);
   } catch (error) {
-    const { message, code } = error as { message?: unknown; code?: unknown };
-    return { failed: { message: String(message), ...(typeof code === 'string' ? { code } : {}) } };
+    return failure(error);
   }
 }
 
