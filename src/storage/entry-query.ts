@@ -46,19 +46,22 @@ export const STREAM_PAGE_SIZE = 500;
  * One key of an order. Keys on the immutable columns `created_at` and `uuid` can be resumed from an
  * `EntryCursor` (keyset paging); an expression key (OData `$orderby`) cannot.
  */
+/** An order key on a column: plain data, which can cross to a worker thread. */
+export type ColumnOrderKey = { column: 'created_at' | 'uuid'; direction: 'asc' | 'desc' };
+
 export type EntryOrderKey =
-  | { column: 'created_at' | 'uuid'; direction: 'asc' | 'desc' }
+  | ColumnOrderKey
   /** An expression that is never null, or is preceded by a key putting its nulls apart (null first or last). */
   | { expression: Expression<unknown>; direction: 'asc' | 'desc' };
 
 /** The export order: oldest first, then by uuid. */
-export const OLDEST_FIRST: readonly EntryOrderKey[] = [
+export const OLDEST_FIRST: readonly ColumnOrderKey[] = [
   { column: 'created_at', direction: 'asc' },
   { column: 'uuid', direction: 'asc' },
 ];
 
 /** The admin search's order, and the site's search paging backwards. */
-export const NEWEST_FIRST: readonly EntryOrderKey[] = [
+export const NEWEST_FIRST: readonly ColumnOrderKey[] = [
   { column: 'created_at', direction: 'desc' },
   { column: 'uuid', direction: 'desc' },
 ];

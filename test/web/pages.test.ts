@@ -270,6 +270,14 @@ describe('web pages', () => {
       expect(uuids(await get('/api/v1/admin/nonsense?state=any'))).toHaveLength(7);
     });
 
+    it('reads an embedded database file in the worker thread, not on the event loop', async () => {
+      const listed = vi.spyOn(t.app.exportWorkers!, 'list');
+      const res = await t.app.inject({ url: '/api/v1/admin/nonsense?q=even', headers: auth });
+      expect(listed).toHaveBeenCalledTimes(1);
+      expect(res.json()).toHaveLength(4);
+      listed.mockRestore();
+    });
+
     it('answers 400 for a bad state, cursor or limit', async () => {
       for (const query of ['state=gone', 'cursor=yesterday', 'limit=0', 'limit=1001', `q=${'x'.repeat(201)}`]) {
         const res = await t.app.inject({ url: `/api/v1/admin/nonsense?${query}`, headers: auth });

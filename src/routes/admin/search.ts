@@ -28,7 +28,9 @@ const adminSearchRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const after = cursor === undefined ? undefined : parseCursor(cursor);
       if (after === null) throw badRequest('The parameter "cursor" is not one this service gave out; follow the `Link` header of the previous page.', { parameter: 'cursor' });
       // One more than asked tells whether another page exists without a count.
-      const found = await app.storage.entryQuery.list({ filter: { q: term.value, state }, order: NEWEST_FIRST, limit: limit + 1, ...(after ? { after } : {}) });
+      const query = { filter: { q: term.value, state }, order: NEWEST_FIRST, limit: limit + 1, ...(after ? { after } : {}) };
+      // An embedded database file is searched in the worker thread, off the event loop (services/export).
+      const found = app.exportWorkers ? await app.exportWorkers.list(query) : await app.storage.entryQuery.list(query);
       const entries = found.slice(0, limit);
       if (found.length > limit) reply.header('link', nextPageLink(request, encodeCursor(entries.at(-1)!)));
       return entries;

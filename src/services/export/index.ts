@@ -10,9 +10,9 @@
  * share it fairly and a burst of exports cannot start threads without bound. It starts with the first
  * export and exits after a minute without one.
  *
- * The search page's reads go through the same thread (searchPage): counting a common term's matches
- * over every entry is as heavy as an export page, and held the event loop for a third of a second
- * at 200,000 entries.
+ * The search page's reads go through the same thread (searchPage), as do the admin search's (list):
+ * finding and counting a common term's matches over every entry is as heavy as an export page, and
+ * held the event loop for a third of a second at 200,000 entries.
  */
 import type { Piscina } from 'piscina';
 import type { DatabaseTarget } from '../../config.ts';
@@ -20,8 +20,8 @@ import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { exportHead, exportSeed, exportTail } from '../../formats/export.ts';
-import type { SearchPage } from '../../storage/entry-query.ts';
-import type { PageFailure, PageResult, PageTask, SearchTask } from './page-worker.ts';
+import type { ListedEntry, SearchPage } from '../../storage/entry-query.ts';
+import type { ListTask, PageFailure, PageResult, PageTask, SearchTask } from './page-worker.ts';
 
 // From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself; see page-worker-tsx.mjs.
 const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./page-worker-tsx.mjs', import.meta.url) : new URL('./page-worker.js', import.meta.url);
@@ -117,6 +117,14 @@ export class ExportWorkers {
   async searchPage(filter: EntryFilter, limit: number, position: SearchTask['position']): Promise<SearchPage> {
     const pool = await this.piscina();
     const result = (await pool.run({ file: this.file, filter, limit, position } satisfies SearchTask, { name: 'searchTask' })) as SearchPage | PageFailure;
+    if ('failed' in result) throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
+    return result;
+  }
+
+  /** list reads a list of entries (EntryQuery.list) in the worker: the admin search, for one. */
+  async list(query: ListTask['query']): Promise<ListedEntry[]> {
+    const pool = await this.piscina();
+    const result = (await pool.run({ file: this.file, query } satisfies ListTask, { name: 'listTask' })) as ListedEntry[] | PageFailure;
     if ('failed' in result) throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
     return result;
   }

@@ -8,3 +8,4 @@ const worker = await tsImport('./page-worker.ts', import.meta.url);
 export default worker.default;
 
 export const searchTask = worker.searchTask;
+export const listTask = worker.listTask;

@@ -11,7 +11,7 @@ import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { exportRows, pagePick, type ExportRow } from '../../formats/export.ts';
-import { EntryQuery, type SearchPage } from '../../storage/entry-query.ts';
+import { EntryQuery, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
 
 export interface PageTask {
   /** The SQLite file; one connection per worker, opened with the first task. */
@@ -105,6 +105,24 @@ export interface SearchTask {
 export async function searchTask(task: SearchTask): Promise<SearchPage | PageFailure> {
   try {
     return await reader(task.file).query.searchPage(task.filter, task.limit, task.position);
+  } catch (error) {
+    return failure(error);
+  }
+}
+
+/**
+ * A list of entries read in the worker (ExportWorkers.list): a filter, an order of columns, a cursor
+ * and a limit, which can cross the thread (an OData condition, a Kysely expression, cannot).
+ */
+export interface ListTask {
+  file: string;
+  query: Pick<EntryListQuery, 'filter' | 'after' | 'limit'> & { order?: readonly ColumnOrderKey[] };
+}
+
+/** listTask reads a list of entries through the worker's own connection. */
+export async function listTask(task: ListTask): Promise<ListedEntry[] | PageFailure> {
+  try {
+    return await reader(task.file).query.list(task.query);
   } catch (error) {
     return failure(error);
   }
