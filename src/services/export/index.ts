@@ -74,16 +74,10 @@ export class ExportWorkers {
    * backpressure); stopping the iteration (a client gone) stops the walk.
    */
   async open(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables): Promise<AsyncGenerator<Uint8Array>> {
-    const pool = await this.piscina();
     const seed = exportSeed();
     let page = 0;
-    const task = async (after?: PageTask['after']): Promise<PageResult> => {
-      const result = (await pool.run({ file: this.file, format, filter, pageSize, variables, seed, page: page++, ...(after ? { after } : {}) } satisfies PageTask)) as
-        | PageResult
-        | PageFailure;
-      if ('failed' in result) throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
-      return result;
-    };
+    const task = (after?: PageTask['after']) =>
+      this.run<PageResult>('default', { file: this.file, format, filter, pageSize, variables, seed, page: page++, ...(after ? { after } : {}) } satisfies PageTask);
     const first = await task();
     const encoder = new TextEncoder();
     async function* file(): AsyncGenerator<Uint8Array> {
@@ -114,19 +108,23 @@ export class ExportWorkers {
    * term, finding every match and counting them took the event loop 0.37 s at 200,000 entries; here
    * the page waits for the worker (behind any export's page in its queue) and no other request waits.
    */
-  async searchPage(filter: EntryFilter, limit: number, position: SearchTask['position']): Promise<SearchPage> {
-    const pool = await this.piscina();
-    const result = (await pool.run({ file: this.file, filter, limit, position } satisfies SearchTask, { name: 'searchTask' })) as SearchPage | PageFailure;
-    if ('failed' in result) throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
-    return result;
+  searchPage(filter: EntryFilter, limit: number, position: SearchTask['position']): Promise<SearchPage> {
+    return this.run<SearchPage>('searchTask', { file: this.file, filter, limit, position } satisfies SearchTask);
   }
 
   /** list reads a list of entries (EntryQuery.list) in the worker: the admin search, for one. */
-  async list(query: ListTask['query']): Promise<ListedEntry[]> {
+  list(query: ListTask['query']): Promise<ListedEntry[]> {
+    return this.run<ListedEntry[]>('listTask', { file: this.file, query } satisfies ListTask);
+  }
+
+  /** run runs a task of page-worker.ts (`name`: its export) and turns a failure back into an error. */
+  private async run<T>(name: 'default' | 'searchTask' | 'listTask', task: PageTask | SearchTask | ListTask): Promise<T> {
     const pool = await this.piscina();
-    const result = (await pool.run({ file: this.file, query } satisfies ListTask, { name: 'listTask' })) as ListedEntry[] | PageFailure;
-    if ('failed' in result) throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
-    return result;
+    const result = (await pool.run(task, { name })) as T | PageFailure;
+    if (typeof result === 'object' && result !== null && 'failed' in result) {
+      throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
+    }
+    return result as T;
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,8 @@
 /**
- * The task an export worker runs: one page of an export, read from the embedded database through
- * the worker's own connection and written as a piece of the export file (formats/export.ts), as
- * UTF-8 bytes for the main thread to send as they are.
+ * The tasks the export worker runs, each through the worker's own connection to the embedded
+ * database: one page of an export, written as a piece of the export file (formats/export.ts) in
+ * UTF-8 bytes for the main thread to send as they are (the default export); a page of the search
+ * page (searchTask); a list of entries (listTask).
  */
 import type SQLite from 'better-sqlite3';
 import { Kysely } from 'kysely';
