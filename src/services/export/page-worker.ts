@@ -78,9 +78,9 @@ function reader(file: string): Reader {
  */
 function readRows({ query, raw, statements }: Reader, task: PageTask): ExportRow[] {
   // The first page finds a search term through the index (fast when it is rare); the pages after it
-  // go on from their cursor testing rows in order (fast when it is common), instead of finding
-  // every match again for each page.
-  // The columns a file needs, in this order: uuid, text, created_at (the list's `state` would be one more string a row).
+  // go on from their cursor testing rows in order (fast when it is common), instead of finding every
+  // match again for each page. The columns are those a file needs, in this order: uuid, text,
+  // created_at (the list's `state` would be one more string a row).
   const { sql, parameters } = query
     .select({ filter: task.filter, limit: task.pageSize, ...(task.after ? { after: task.after, scanText: true } : {}) })
     .clearSelect()
