@@ -84,15 +84,51 @@ export function exportPage(format: ExportFormat, page: readonly EntryRecord[], v
 export type ExportRow = readonly [uuid: string, text: string, timestamp: number];
 
 /**
- * exportRows is exportPage for rows as the query reads them (the export worker). A CSV page is
- * written from the rows themselves: an entry object per row, made only to be read once, cost the
- * worker a tenth of its walk in allocation and collections.
+ * A stored line is an entry as the export worker reads it for a CSV file: one string a row, made by
+ * SQLite as `uuid,text,,created_at` and CRLF (services/export/page-worker.ts). One string a row
+ * instead of an array of three halves the worker's walk: the driver's arrays and values were most
+ * of it.
  */
-export function exportRows(format: ExportFormat, rows: readonly ExportRow[], variables: ServerVariables, first: boolean, pick: PickIndex): string {
-  if (format !== 'csv') return exportPage(format, rows.map(([uuid, text, timestamp]) => ({ uuid, text, timestamp })), variables, first, pick);
+export type StoredLine = string;
+
+/**
+ * A stored line that is already its CSV record: a canonical uuid, a text that needs no quotes, has
+ * no `$` (so no variable) and does not start like a formula, and a whole timestamp that a JavaScript
+ * number prints the same (under 10^15). Any other line is taken apart and written as csvLine does.
+ */
+const RECORD_AS_STORED = /^[0-9a-f-]{36},[^",\r\n$=+\-@\t'][^",\r\n$]*,,[0-9]{1,15}\r\n$/;
+
+/**
+ * csvLines is exportPage for a CSV page read as stored lines: most are written as they are, the
+ * others through csvLine, so the file is the same as from entries.
+ */
+export function csvLines(lines: readonly StoredLine[], variables: ServerVariables, first: boolean, pick: PickIndex): string {
   let text = first ? CSV_HEADER : '';
-  for (const row of rows) text += csvLine(row[0], row[1], row[2], variables, pick);
+  for (const line of lines) {
+    if (RECORD_AS_STORED.test(line)) text += line;
+    else {
+      const { uuid, raw, timestamp } = storedLineParts(line);
+      text += csvLine(uuid, raw, timestamp, variables, pick);
+    }
+  }
   return text;
+}
+
+/** storedLineCursor is where the page after the one ending with `line` starts. */
+export function storedLineCursor(line: StoredLine): { uuid: string; timestamp: number } {
+  const { uuid, timestamp } = storedLineParts(line);
+  return { uuid, timestamp };
+}
+
+/**
+ * storedLineParts takes a stored line apart: the uuid is before its first comma (a uuid, stored
+ * canonical by every path that writes one, has 36 characters and no comma), the timestamp after its
+ * last (digits), the text between them, whatever it holds.
+ */
+function storedLineParts(line: StoredLine): { uuid: string; raw: string; timestamp: number } {
+  const end = line.lastIndexOf(',');
+  if (line.indexOf(',') !== 36 || line[end - 1] !== ',' || !line.endsWith('\r\n')) throw new Error(`An export line is not uuid,text,,timestamp: ${JSON.stringify(line.slice(0, 60))}`);
+  return { uuid: line.slice(0, 36), raw: line.slice(37, end - 1), timestamp: Number(line.slice(end + 1, -2)) };
 }
 
 /** csvLine is a stored entry as a CSV record, its server variables drawn with `pick`. */

@@ -3,6 +3,7 @@ import { stringify } from 'csv-stringify/sync';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CSV_COLUMNS, csvRecords, neutraliseFormula, restoreFormula } from '../../src/formats/csv.ts';
+import { csvLines, exportPage, pagePick, storedLineCursor } from '../../src/formats/export.ts';
 
 describe('CSV formula neutralisation', () => {
   const tricky = ['=1+1', '+49 123', '-1 point', '@everyone', "'quoted", "''twice", '=', 'plain', "it's", ''];
@@ -52,5 +53,31 @@ describe('csvRecords', () => {
       }),
       { numRuns: 500, seed: 4180 },
     );
+  });
+});
+
+describe('csvLines (a CSV page from the lines SQLite makes in the export worker)', () => {
+  const variables = new Map([['$ANIMAL$', ['goose', 'newt']]]);
+  const line = (e: { uuid: string; text: string; timestamp: number }) => `${e.uuid},${e.text},,${e.timestamp}\r\n`;
+
+  it('writes the page exportPage writes from the same entries, for any text and timestamp', () => {
+    const text = fc.oneof(
+      fc.string({ minLength: 1, maxLength: 30 }),
+      fc.constantFrom('"', ',', ',,1\r\n', '\r', '\n', '=1', '+1', '-1', '@x', "'", '$', '$ANIMAL$', 'a $ANIMAL$ b', 'é漢🦆', 'plain words', '12'),
+    );
+    const entry = fc.record({ uuid: fc.uuid(), text, timestamp: fc.oneof(fc.integer({ min: 0, max: 4_000_000_000 }), fc.constant(999_999_999_999_999)) });
+    fc.assert(
+      fc.property(fc.array(entry, { minLength: 1, maxLength: 8 }), fc.boolean(), (entries, first) => {
+        expect(csvLines(entries.map(line), variables, first, pagePick('s', 3))).toBe(exportPage('csv', entries, variables, first, pagePick('s', 3)));
+        const last = entries.at(-1)!;
+        expect(storedLineCursor(line(last))).toEqual({ uuid: last.uuid, timestamp: last.timestamp });
+      }),
+      { numRuns: 500, seed: 4180 },
+    );
+  });
+
+  it('refuses a line that is not uuid,text,,timestamp rather than write a wrong record', () => {
+    expect(() => csvLines(['not-a-uuid,"x",,1\r\n'], variables, false, pagePick('s', 0))).toThrow(/not uuid,text,,timestamp/);
+    expect(() => storedLineCursor('00000000-0000-4000-8000-000000000001,x,1\r\n')).toThrow(/not uuid,text,,timestamp/);
   });
 });

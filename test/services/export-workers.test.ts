@@ -115,6 +115,31 @@ describe.runIf(sqlite)('the export worker', () => {
     }
   });
 
+  it('writes texts that need quotes, a formula prefix, a line break or a variable as the event-loop path does, across pages', async () => {
+    // The worker reads CSV pages as lines made by SQLite and keeps those that are already their
+    // record; every kind of text that is not must come out as csvRecord writes it.
+    const texts = ['=1+1', '+plus', '-minus', '@at', "'quoted start", 'ends with a comma,', 'a "quote" inside', 'two\nlines', 'crlf\r\nlines',
+      'costs $5, not $ANIMAL', 'the $ANIMAL$ waves', 'fake,,1\r\n', '12345', 'é 漢 🦆 plain', 'plain, and then some', 'just plain'];
+    const tricky = await createTestApp({ entries: texts.map((text, n) => entry(text, 1_700_500_000 + (n >> 1))) });
+    const pool = ExportWorkers.forDatabase(tricky.config.database)!;
+    try {
+      for (const pageSize of [3, EXPORT_PAGE_SIZE]) {
+        vi.spyOn(Math, 'random').mockImplementation(mulberry32(9));
+        const offThread = await collect(await pool.open('csv', {}, pageSize, variables));
+        vi.mocked(Math.random).mockRestore();
+        vi.spyOn(Math, 'random').mockImplementation(mulberry32(9));
+        const onLoop = await collect(serializeExport('csv', tricky.storage.entryQuery.pages({}, pageSize), variables));
+        vi.mocked(Math.random).mockRestore();
+        expect(offThread, String(pageSize)).toBe(onLoop);
+        expect(offThread).toContain(`"fake,,1\r\n"`);
+        expect(offThread).toContain(`,'=1+1,,`);
+      }
+    } finally {
+      await pool.close();
+      await tricky.close();
+    }
+  });
+
   it('writes the largest pages there can be: 1,000 entries of 2,000 CJK characters with a long variable, three times', async () => {
     const big = await createTestApp({
       variables: [{ name: '$WIDE$', description: 'A long value.', values: ['😀'.repeat(500)] }],
