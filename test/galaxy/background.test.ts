@@ -1,7 +1,7 @@
 /**
  * The galaxy's background thread: it lays out a database that has no layout, places entries added
  * afterwards within seconds while requests keep being answered, ends itself when idle and is started
- * again by new work, and stops on request (at once, even in the middle of a layout).
+ * again by new work, and stops on request (at its next pause, even in the middle of a layout).
  */
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,23 +58,24 @@ describe('the galaxy background thread during a long layout', () => {
   });
   afterAll(() => t.close());
 
-  it('ends the running layout at once when stopped (a shutdown does not wait for it)', async () => {
+  it('ends the running layout at its next pause when stopped (a shutdown does not wait for the layout)', async () => {
     const messages: string[] = [];
     const log = pino({ level: 'info' }, { write: (line: string) => messages.push((JSON.parse(line) as { msg: string }).msg) });
-    const background = new GalaxyBackground(t.config, log, { intervalMs: 200 });
+    // A wait long enough for any stretch without a pause on a loaded host: the thread must end by
+    // itself, not by the fallback that terminates it.
+    const background = new GalaxyBackground(t.config, log, { intervalMs: 200, stopWaitMs: 15_000 });
     background.start();
     await expect.poll(() => messages, { timeout: 20_000, interval: 20 }).toContain('galaxy refit started');
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const asked = Date.now();
     await background.stop();
     // Cut at its next pause: the layout never finished (before, stop() waited for it), and the thread
-    // ended by itself, well before the fallback that terminates it after 5 s.
+    // ended by itself.
     expect(messages).not.toContain('galaxy refit done');
-    expect(Date.now() - asked).toBeLessThan(4500);
+    expect(messages).not.toContain('galaxy thread did not end by itself; terminated');
     expect(messages.filter((m) => /failed/.test(m))).toEqual([]);
     // Nothing became current: the endpoint still waits for its first layout.
     expect((await t.app.inject('/api/v1/nonsense/galaxy')).statusCode).toBe(503);
-  });
+  }, 40_000);
 });
 
 describe('the galaxy background thread on demand', () => {

@@ -36,6 +36,8 @@ export interface GalaxyBackgroundOptions {
    * without it the thread is started at once and whenever it ends.
    */
   needsWork?: () => Promise<boolean>;
+  /** How long stop waits for the thread to end itself before it terminates it (default 5 s). */
+  stopWaitMs?: number;
   /** Called after every round with its action (tests wait on it). */
   onRound?: (action: string) => void;
 }
@@ -116,7 +118,11 @@ export class GalaxyBackground {
     });
   }
 
-  /** stop ends the thread: its round ends at the next pause; a thread not gone within STOP_WAIT_MS is terminated. */
+  /**
+   * stop ends the thread: its round ends at the next pause. A layout has stretches without one (the
+   * text space and the neighbour graph of its sample: about 3 s for 2,400 texts on a slow 2-core
+   * host); a thread not gone within STOP_WAIT_MS is terminated, and says so in the log.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.restart !== null) clearTimeout(this.restart);
@@ -125,7 +131,11 @@ export class GalaxyBackground {
     if (worker === null) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.postMessage({ type: 'stop' });
-    const timer = setTimeout(() => void worker.terminate(), STOP_WAIT_MS);
+    const waitMs = this.options.stopWaitMs ?? STOP_WAIT_MS;
+    const timer = setTimeout(() => {
+      this.log.warn({ waitedMs: waitMs }, 'galaxy thread did not end by itself; terminated');
+      void worker.terminate();
+    }, waitMs);
     await exited;
     clearTimeout(timer);
   }

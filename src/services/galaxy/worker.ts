@@ -42,7 +42,8 @@ try {
 
 let stopping = false;
 let wake: () => void = () => {};
-// A stop ends the running round at its next pause (a fraction of a second): what it wrote so far is a
+// A stop ends the running round at its next pause (a fraction of a second in the layout's
+// optimisation; its first steps have none for a few seconds, background.ts): what it wrote so far is a
 // fit that never became current, which the next refit deletes.
 const stop = new AbortController();
 port.on('message', (message: { type: 'stop' }) => {
