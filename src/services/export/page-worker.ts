@@ -49,7 +49,10 @@ interface Reader {
   file: string;
   query: EntryQuery;
   raw: SQLite.Database;
-  /** The statements of export pages, by their task's shape (pageKey). */
+  /**
+   * The statements of export pages, by what shapes them: the filter, the page size, the format's
+   * columns and whether a cursor is given.
+   */
   pages: Map<string, PageStatement>;
 }
 
