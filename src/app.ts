@@ -125,7 +125,7 @@ export async function buildApp({ config, storage, cards, logger, exportWorkers =
     app.decorate('cards', own);
     app.addHook('onClose', () => own.close());
   } else app.decorate('cards', cards);
-  const exports = exportWorkers ? ExportWorkers.forDatabase(config.database) : null;
+  const exports = exportWorkers ? ExportWorkers.forDatabase(config.database, config.exportWorkerQueue) : null;
   app.decorate('exportWorkers', exports);
   if (exports !== null) app.addHook('onClose', () => exports.close());
 

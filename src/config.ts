@@ -48,6 +48,8 @@ export interface Config {
   readonly cardRenderThreads: number;
   /** Share cards that may wait for a render thread before more are refused with 503. */
   readonly cardRenderQueue: number;
+  /** Exports and searches that may wait for the export worker (an SQLite file) before more are refused with 503. */
+  readonly exportWorkerQueue: number;
   /** Byte budget of the in-memory snapshot of visible entries (random and by-UUID); 0: none. */
   readonly entryCacheBytes: number;
   /** Byte budget of the cache of entries looked up by UUID while there is no snapshot; 0: none. */
@@ -282,6 +284,13 @@ export const OPTIONS = [
   { env: 'CARD_CACHE_BYTES', key: 'cardCacheBytes', default: '32MiB', parse: parseBytes, description: 'memory for rendered share cards (e.g. 32MiB, 0 for none)' },
   { env: 'CARD_RENDER_THREADS', key: 'cardRenderThreads', default: 'auto', parse: parseThreads, description: 'worker threads drawing share cards (auto: one per core but one)' },
   { env: 'CARD_RENDER_QUEUE', key: 'cardRenderQueue', default: '32', parse: parseQueueLength, description: 'share cards that may wait for a render thread; more get 503' },
+  {
+    env: 'EXPORT_WORKER_QUEUE',
+    key: 'exportWorkerQueue',
+    default: '64',
+    parse: parseQueueLength,
+    description: 'exports and searches that may wait for the export worker (SQLite file); more get 503',
+  },
   {
     env: 'ENTRY_CACHE_BYTES', key: 'entryCacheBytes', default: '256MiB', parse: parseBytes,
     description: 'memory for the snapshot of visible entries that random and by-UUID answer from (0: always the database)',

@@ -64,6 +64,12 @@ export const shareImageRefused = new client.Counter({
   registers: [registry],
 });
 
+export const exportWorkerRefused = new client.Counter({
+  name: 'nonsense_export_worker_refused_total',
+  help: 'Exports and searches refused with 503 because as many were already waiting for the export worker as it queues.',
+  registers: [registry],
+});
+
 export const shareImageCancelled = new client.Counter({
   name: 'nonsense_share_image_cancelled_total',
   help: 'Share image renders dropped or stopped because every client waiting for them had gone.',
@@ -104,6 +110,26 @@ cardGauge('nonsense_share_image_cache_bytes', 'Bytes of share images held in the
 cardGauge('nonsense_share_image_cache_cards', 'Share images held in the in-memory card cache.', (s) => s.cacheCards);
 cardGauge('nonsense_share_image_renders_running', 'Share images being drawn in render threads right now.', (s) => s.running);
 cardGauge('nonsense_share_image_renders_waiting', 'Share images waiting for a render thread (at most CARD_RENDER_QUEUE).', (s) => s.waiting);
+
+/** Sources of the export worker's held places (one per app with an export worker). */
+const exportWorkerSources = new Set<() => number>();
+
+/** watchExportWorkers adds a source of the requests holding a place at the export worker; the returned function removes it. */
+export function watchExportWorkers(source: () => number): () => void {
+  exportWorkerSources.add(source);
+  return () => exportWorkerSources.delete(source);
+}
+
+new client.Gauge({
+  name: 'nonsense_export_worker_requests',
+  help: 'Exports and searches waiting for the export worker or being read by it (at most EXPORT_WORKER_QUEUE + 1).',
+  registers: [registry],
+  collect() {
+    let sum = 0;
+    for (const source of exportWorkerSources) sum += source();
+    this.set(sum);
+  },
+});
 
 /** What an in-memory cache holds, at scrape time. */
 export interface CacheStats {

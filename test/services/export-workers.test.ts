@@ -140,6 +140,8 @@ describe.runIf(sqlite)('the export worker', () => {
     }
   });
 
+  // Heavy on purpose (6 million characters inserted, then written three times): 8 s alone here, more
+  // beside the rest of the suite, hence its own time limit.
   it('writes the largest pages there can be: 1,000 entries of 2,000 CJK characters with a long variable, three times', async () => {
     const big = await createTestApp({
       variables: [{ name: '$WIDE$', description: 'A long value.', values: ['😀'.repeat(500)] }],
@@ -155,5 +157,5 @@ describe.runIf(sqlite)('the export worker', () => {
       await pool.close();
       await big.close();
     }
-  });
+  }, 60_000);
 });
