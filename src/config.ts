@@ -48,7 +48,7 @@ export interface Config {
   readonly cardRenderThreads: number;
   /** Share cards that may wait for a render thread before more are refused with 503. */
   readonly cardRenderQueue: number;
-  /** Exports and searches that may wait for the export worker (an SQLite file) before more are refused with 503. */
+  /** Tasks that may wait for the export worker (an SQLite file) before new exports and searches are refused with 503. */
   readonly exportWorkerQueue: number;
   /** Byte budget of the in-memory snapshot of visible entries (random and by-UUID); 0: none. */
   readonly entryCacheBytes: number;
@@ -289,7 +289,7 @@ export const OPTIONS = [
     key: 'exportWorkerQueue',
     default: '64',
     parse: parseQueueLength,
-    description: 'exports and searches that may wait for the export worker (SQLite file); more get 503',
+    description: 'tasks that may wait for the export worker (SQLite file) before new exports and searches get 503',
   },
   {
     env: 'ENTRY_CACHE_BYTES', key: 'entryCacheBytes', default: '256MiB', parse: parseBytes,

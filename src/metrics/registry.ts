@@ -66,7 +66,7 @@ export const shareImageRefused = new client.Counter({
 
 export const exportWorkerRefused = new client.Counter({
   name: 'nonsense_export_worker_refused_total',
-  help: 'Exports and searches refused with 503 because as many were already waiting for the export worker as it queues.',
+  help: 'Exports and searches refused with 503 because EXPORT_WORKER_QUEUE tasks were already waiting for the export worker.',
   registers: [registry],
 });
 
@@ -111,18 +111,18 @@ cardGauge('nonsense_share_image_cache_cards', 'Share images held in the in-memor
 cardGauge('nonsense_share_image_renders_running', 'Share images being drawn in render threads right now.', (s) => s.running);
 cardGauge('nonsense_share_image_renders_waiting', 'Share images waiting for a render thread (at most CARD_RENDER_QUEUE).', (s) => s.waiting);
 
-/** Sources of the export worker's held places (one per app with an export worker). */
+/** Sources of the export worker's queue length (one per app with an export worker). */
 const exportWorkerSources = new Set<() => number>();
 
-/** watchExportWorkers adds a source of the requests holding a place at the export worker; the returned function removes it. */
+/** watchExportWorkers adds a source of the tasks queued at the export worker; the returned function removes it. */
 export function watchExportWorkers(source: () => number): () => void {
   exportWorkerSources.add(source);
   return () => exportWorkerSources.delete(source);
 }
 
 new client.Gauge({
-  name: 'nonsense_export_worker_requests',
-  help: 'Exports and searches waiting for the export worker or being read by it (at most EXPORT_WORKER_QUEUE + 1).',
+  name: 'nonsense_export_worker_tasks',
+  help: 'Tasks (export pages, search pages, admin searches) waiting for the export worker or running in it; new requests are refused while more than EXPORT_WORKER_QUEUE wait.',
   registers: [registry],
   collect() {
     let sum = 0;

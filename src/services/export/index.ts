@@ -14,11 +14,12 @@
  * finding and counting a common term's matches over every entry is as heavy as an export page, and
  * held the event loop for a third of a second at 200,000 entries.
  *
- * The thread's queue is bounded by requests: an export (from its first page until its file is
- * read), a search page or an admin search holds a place while it waits or runs, and with every place
- * taken (EXPORT_WORKER_QUEUE waiting, one running) a new one is refused at once with
- * ExportWorkerBusy, a 503 with Retry-After. The pages after an export's first are never refused: a
- * file once started is finished.
+ * The thread's queue is bounded: when EXPORT_WORKER_QUEUE tasks already wait while one runs, a new
+ * export, search page or admin search is refused at once with ExportWorkerBusy (a 503 with
+ * Retry-After) instead of waiting behind them all. The pages after an export's first are never
+ * refused, so a file once started is finished; they count, so many exports at once fill the queue
+ * too. A client that reads slowly holds no place: its next page is read ahead and waits in memory,
+ * not in the queue.
  */
 import type { Piscina } from 'piscina';
 import type { DatabaseTarget } from '../../config.ts';
@@ -49,12 +50,12 @@ const IDLE_TIMEOUT_MS = 60_000;
 const WORKER_MAX_HEAP_MB = 128;
 const WORKER_YOUNG_GENERATION_MB = 4;
 
-/** Places for requests when no queue length is given: one running, 64 waiting. */
+/** Tasks that may wait while one runs, when no queue length is given. */
 const DEFAULT_QUEUE = 64;
 
 /**
- * ExportWorkerBusy refuses a request when as many wait for the worker as it queues: answered 503
- * with Retry-After (plugins/problem.ts), rather than waiting behind them all.
+ * ExportWorkerBusy refuses a request when as many tasks wait for the worker as it queues: answered
+ * 503 with Retry-After (plugins/problem.ts), rather than waiting behind them all.
  */
 export class ExportWorkerBusy extends Error {
   constructor(readonly retryAfterSeconds: number) {
@@ -65,18 +66,18 @@ export class ExportWorkerBusy extends Error {
 
 export class ExportWorkers {
   private started: Promise<Piscina> | null = null;
-  /** Requests holding a place: waiting for the worker or being read (an export until its file is read). */
-  private holding = 0;
+  /** Tasks waiting for the worker or running in it. */
+  private tasks = 0;
   /** A running mean of a task's time in the worker, its wait included, in ms (for Retry-After). */
   private taskMs = 50;
   private readonly unwatch: () => void;
 
   private constructor(
     private readonly file: string,
-    /** Requests that may wait while one runs; more are refused (ExportWorkerBusy). */
+    /** Tasks that may wait while one runs; a new request finding them all is refused (ExportWorkerBusy). */
     private readonly queue: number,
   ) {
-    this.unwatch = watchExportWorkers(() => this.holding);
+    this.unwatch = watchExportWorkers(() => this.tasks);
   }
 
   /** forDatabase returns the workers for an SQLite file, or null when exports stay on the main thread. */
@@ -84,26 +85,17 @@ export class ExportWorkers {
     return target.engine === 'sqlite' && target.file !== ':memory:' ? new ExportWorkers(target.file, queue) : null;
   }
 
-  /** requests is the number of requests holding a place (/metrics). */
-  get requests(): number {
-    return this.holding;
+  /** queued is the number of tasks waiting for the worker or running in it (/metrics). */
+  get queued(): number {
+    return this.tasks;
   }
 
-  /**
-   * hold takes a place for a request, or refuses it with ExportWorkerBusy when every place is taken;
-   * the place is given back by the returned function, once.
-   */
-  private hold(): () => void {
-    if (this.holding > this.queue) {
-      // Each request ahead takes a task's time at least; a client should not come back sooner.
-      throw new ExportWorkerBusy(Math.min(60, Math.max(1, Math.ceil((this.holding * this.taskMs) / 1000))));
+  /** admit refuses a new request with ExportWorkerBusy when the queue is full. */
+  private admit(): void {
+    if (this.tasks > this.queue) {
+      // Each task ahead takes a task's time; a client should not come back sooner.
+      throw new ExportWorkerBusy(Math.min(60, Math.max(1, Math.ceil((this.tasks * this.taskMs) / 1000))));
     }
-    this.holding++;
-    let held = true;
-    return () => {
-      if (held) this.holding--;
-      held = false;
-    };
   }
 
   private piscina(): Promise<Piscina> {
@@ -128,18 +120,12 @@ export class ExportWorkers {
    * backpressure); stopping the iteration (a client gone) stops the walk.
    */
   async open(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables): Promise<AsyncGenerator<Uint8Array>> {
-    const release = this.hold();
+    this.admit();
     const seed = exportSeed();
     let page = 0;
     const task = (after?: PageTask['after']) =>
       this.run<PageResult>('default', { file: this.file, format, filter, pageSize, variables, seed, page: page++, ...(after ? { after } : {}) } satisfies PageTask);
-    let first: PageResult;
-    try {
-      first = await task();
-    } catch (error) {
-      release();
-      throw error;
-    }
+    const first = await task();
     const encoder = new TextEncoder();
     async function* file(): AsyncGenerator<Uint8Array> {
       const head = exportHead(format);
@@ -157,20 +143,11 @@ export class ExportWorkers {
       } finally {
         // A client gone mid-file: the page read ahead is dropped, and so is any error it ends with.
         ahead?.catch(() => {});
-        release();
       }
       const tail = exportTail(format, first.bytes.length === 0);
       if (tail !== '') yield encoder.encode(tail);
     }
-    const iterator = file();
-    // A file returned before its first chunk (the client gone at once) ends without running its body,
-    // and so without its `finally`: its place is given back here too.
-    const end = iterator.return.bind(iterator);
-    iterator.return = (value) => {
-      release();
-      return end(value);
-    };
-    return iterator;
+    return file();
   }
 
   /**
@@ -178,31 +155,29 @@ export class ExportWorkers {
    * term, finding every match and counting them took the event loop 0.37 s at 200,000 entries; here
    * the page waits for the worker (behind any export's page in its queue) and no other request waits.
    */
-  async searchPage(filter: EntryFilter, limit: number, position: SearchTask['position']): Promise<SearchPage> {
-    const release = this.hold();
-    try {
-      return await this.run<SearchPage>('searchTask', { file: this.file, filter, limit, position } satisfies SearchTask);
-    } finally {
-      release();
-    }
+  searchPage(filter: EntryFilter, limit: number, position: SearchTask['position']): Promise<SearchPage> {
+    this.admit();
+    return this.run<SearchPage>('searchTask', { file: this.file, filter, limit, position } satisfies SearchTask);
   }
 
   /** list reads a list of entries (EntryQuery.list) in the worker: the admin search, for one. */
-  async list(query: ListTask['query']): Promise<ListedEntry[]> {
-    const release = this.hold();
-    try {
-      return await this.run<ListedEntry[]>('listTask', { file: this.file, query } satisfies ListTask);
-    } finally {
-      release();
-    }
+  list(query: ListTask['query']): Promise<ListedEntry[]> {
+    this.admit();
+    return this.run<ListedEntry[]>('listTask', { file: this.file, query } satisfies ListTask);
   }
 
   /** run runs a task of page-worker.ts (`name`: its export) and turns a failure back into an error. */
   private async run<T>(name: 'default' | 'searchTask' | 'listTask', task: PageTask | SearchTask | ListTask): Promise<T> {
-    const pool = await this.piscina();
-    const started = performance.now();
-    const result = (await pool.run(task, { name })) as T | PageFailure;
-    this.taskMs += (performance.now() - started - this.taskMs) / 16;
+    this.tasks++;
+    let result: T | PageFailure;
+    try {
+      const pool = await this.piscina();
+      const started = performance.now();
+      result = (await pool.run(task, { name })) as T | PageFailure;
+      this.taskMs += (performance.now() - started - this.taskMs) / 16;
+    } finally {
+      this.tasks--;
+    }
     if (typeof result === 'object' && result !== null && 'failed' in result) {
       throw Object.assign(new Error(result.failed.message), result.failed.code === undefined ? {} : { code: result.failed.code });
     }
