@@ -68,7 +68,7 @@ export class ExportWorkers {
   private started: Promise<Piscina> | null = null;
   /** Tasks waiting for the worker or running in it. */
   private tasks = 0;
-  /** A running mean of a task's time in the worker, its wait included, in ms (for Retry-After). */
+  /** A running mean of a task's time in the pool, its wait in the queue included, in ms (for Retry-After). */
   private taskMs = 50;
   private readonly unwatch: () => void;
 
@@ -93,8 +93,8 @@ export class ExportWorkers {
   /** admit refuses a new request with ExportWorkerBusy when the queue is full. */
   private admit(): void {
     if (this.tasks > this.queue) {
-      // Each task ahead takes a task's time; a client should not come back sooner.
-      throw new ExportWorkerBusy(Math.min(60, Math.max(1, Math.ceil((this.tasks * this.taskMs) / 1000))));
+      // A task's time in the pool, its wait included, is about how long the queue takes to drain.
+      throw new ExportWorkerBusy(Math.min(60, Math.max(1, Math.ceil(this.taskMs / 1000))));
     }
   }
 
