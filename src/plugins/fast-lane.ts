@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyServerFactory } from 'fastify';
 import type { RouteSeries } from '../metrics/requests.ts';
 import { COMMON_HEADERS, requestId } from './headers.ts';
+import { dropIdleConnections } from './idle-connections.ts';
 import { routeSeries } from './metrics.ts';
 
 /** What a lane route answers: a status, its own headers (a flat list of lower-case names and values) and a body. */
@@ -109,10 +110,11 @@ export class FastLane {
     const server = http.createServer(options.http ?? {}, (request, response) => {
       if (!this.serve(request, response)) fastifyHandler(request, response);
     });
-    // What Fastify sets on the server it creates itself (fastify/lib/server.js).
+    // What Fastify sets on the server it creates itself (fastify/lib/server.js), the idle timeout aside.
     server.keepAliveTimeout = options.keepAliveTimeout;
     server.requestTimeout = options.requestTimeout;
-    server.setTimeout(options.connectionTimeout);
+    // Fastify's connectionTimeout, without Node's timer per request (idle-connections.ts).
+    if (options.connectionTimeout > 0) dropIdleConnections(server, options.connectionTimeout);
     if (typeof options.maxRequestsPerSocket === 'number' && options.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket;
     return server;
   };

@@ -51,10 +51,27 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const idPrefix = randomUUID().slice(0, 23);
 let idCounter = 0;
 
+/**
+ * givenRequestId is the caller's X-Request-Id, read from the raw header list: Node builds a request's
+ * `headers` object on first use, which the fast lane otherwise never needs. A header sent twice
+ * counts as none, as its joined value (`a, b`) would not pass the check either.
+ */
+function givenRequestId(rawHeaders: readonly string[]): string | undefined {
+  let given: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 12 && name.toLowerCase() === 'x-request-id') {
+      if (given !== undefined) return undefined;
+      given = rawHeaders[i + 1]!;
+    }
+  }
+  return given;
+}
+
 /** requestId is the request's id: the caller's X-Request-Id when it is sane (a proxy's), else a new one. */
-export function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
-  const given = request.headers['x-request-id'];
-  if (typeof given === 'string' && REQUEST_ID.test(given)) return given;
+export function requestId(request: { rawHeaders: readonly string[] }): string {
+  const given = givenRequestId(request.rawHeaders);
+  if (given !== undefined && REQUEST_ID.test(given)) return given;
   idCounter = (idCounter + 1) % 0x1000000000000;
   return `${idPrefix}-${idCounter.toString(16).padStart(12, '0')}`;
 }

@@ -2,6 +2,7 @@
  * The log's batched destination and the access line written without pino: the same bytes as pino's
  * line (but the time), in order, and written within 100 ms.
  */
+import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { accessLine, BatchedDestination } from '../../src/plugins/access-log.ts';
@@ -24,6 +25,21 @@ describe('accessLine', () => {
       const time = JSON.parse(written).time as number;
       expect(accessLine(prefix, time, id, method, url, status, ms)).toBe(written);
     }
+  });
+  it('is pino’s line for any id, method and URL', () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    const prefix = (logger as unknown as Record<symbol, string>)[pino.symbols.chindingsSym]!;
+    // Plain printable ASCII (written as it is), anything else (escaped by JSON.stringify), lone surrogates included.
+    const text = fc.oneof(fc.stringMatching(/^[\x20-\x7e]*$/), fc.string({ unit: 'binary' }), fc.string({ unit: 'grapheme-composite' }));
+    fc.assert(
+      fc.property(text, text, text, (id, method, url) => {
+        logger.info({ reqId: id, method, url, status: 200, ms: 1.5 }, 'request');
+        const written = lines.pop()!;
+        expect(accessLine(prefix, JSON.parse(written).time as number, id, method, url, 200, 1.5)).toBe(written);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 

@@ -4,6 +4,7 @@
  * status, headers and body, the same access-log line, metrics and rate-limit accounting, and it must
  * leave everything else to Fastify.
  */
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.ts';
@@ -89,6 +90,21 @@ describe('the fast lane', () => {
     const response = await fetch(`${base}/api/v1/nonsense/random`, { headers: { 'x-request-id': 'proxy-id.42' } });
     expect(inLane()).toBe(true);
     expect(response.headers.get('x-request-id')).toBe('proxy-id.42');
+    // The name in any case (Node keeps the client's spelling in the raw headers); sent twice, neither.
+    const ids = await Promise.all(
+      [{ 'X-Request-ID': 'Proxy.Case' }, { 'X-Request-Id': ['one', 'two'] }].map(
+        (headers) =>
+          new Promise<string | undefined>((resolve, reject) => {
+            const request = http.get(`${base}/api/v1/nonsense/random`, { headers }, (res) => {
+              res.resume();
+              resolve(res.headers['x-request-id'] as string | undefined);
+            });
+            request.on('error', reject);
+          }),
+      ),
+    );
+    expect(ids[0]).toBe('Proxy.Case');
+    expect(ids[1]).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('leaves errors, other methods, query strings and other shapes of the path to Fastify', async () => {

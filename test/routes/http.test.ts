@@ -80,6 +80,11 @@ describe('HTTP behaviour shared by every endpoint', () => {
     expect(given.headers['x-request-id']).toBe('proxy-123');
     const hostile = await t.app.inject({ url: '/healthz', headers: { 'x-request-id': 'a b<script>' } });
     expect(hostile.headers['x-request-id']).not.toContain('<');
+    // Any spelling of the name; sent twice, neither is taken (as their joined value would not pass).
+    const upper = await t.app.inject({ url: '/healthz', headers: { 'X-REQUEST-ID': 'proxy-456' } });
+    expect(upper.headers['x-request-id']).toBe('proxy-456');
+    const twice = await t.app.inject({ url: '/healthz', headers: { 'x-request-id': ['proxy-1', 'proxy-2'] } });
+    expect(twice.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('reports liveness and readiness', async () => {
