@@ -5,6 +5,6 @@
  */
 import { ensureBuilt } from '../scripts/build.js';
 
-export default function setup(): void {
-  ensureBuilt();
+export default async function setup(): Promise<void> {
+  await ensureBuilt();
 }
