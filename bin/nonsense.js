@@ -15,8 +15,13 @@ if (!fs.existsSync(cli)) {
 }
 // In a checkout, a build older than the sources would run old code: say so (a check of a few ms).
 const builder = new URL('../scripts/build.js', import.meta.url);
-if (fs.existsSync(builder)) {
-  const { isBuildFresh } = await import(builder.href);
-  if (!isBuildFresh()) console.error('nonsense: src/ changed since dist/ was built; run `npm run build` to run the current code.');
+if (fs.existsSync(builder) && fs.existsSync(new URL('../src/', import.meta.url))) {
+  try {
+    const { isBuildFresh } = await import(builder.href);
+    if (!isBuildFresh()) console.error('nonsense: src/ changed since dist/ was built; run `npm run build` to run the current code.');
+  } catch (error) {
+    // Only a warning is at stake: the service runs whatever dist/ holds.
+    console.error(`nonsense: could not tell whether dist/ is up to date (${error instanceof Error ? error.message : String(error)}).`);
+  }
 }
 await import(cli.href);

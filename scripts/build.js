@@ -18,7 +18,6 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import esbuild from 'esbuild';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SRC = path.join(ROOT, 'src');
@@ -89,6 +88,9 @@ export function isBuildFresh() {
 /** build compiles src/ into dist/ (replacing it) and resolves with the time it took in ms. */
 export async function build() {
   const started = performance.now();
+  // Loaded here, not at the top: the command checks freshness through this module, and a production
+  // install pruned of development dependencies has no esbuild.
+  const { default: esbuild } = await import('esbuild');
   const fingerprint = sourceFingerprint();
   const out = path.join(ROOT, `.dist-${process.pid}`);
   fs.rmSync(out, { recursive: true, force: true });
@@ -101,7 +103,7 @@ export async function build() {
     fs.rmSync(out, { recursive: true, force: true });
     throw new Error(`the TypeScript compiler failed (exit ${result.status ?? result.signal})`);
   }
-  vendor(out);
+  vendor(esbuild, out);
   // Files that code reads by a path relative to its own module (src/web/static/*, ...).
   for (const file of walk(SRC)) {
     if (file.endsWith('.ts') || path.basename(file) === 'README.md') continue;
@@ -110,7 +112,7 @@ export async function build() {
     fs.copyFileSync(file, target);
   }
   try {
-    await bundleCommand(out);
+    await bundleCommand(esbuild, out);
   } catch (error) {
     fs.rmSync(out, { recursive: true, force: true });
     throw error;
@@ -131,7 +133,7 @@ export async function build() {
  * vendor bundles each VENDORED package into `out/vendor/<name>.js` and points the compiled modules'
  * imports of it there.
  */
-function vendor(out) {
+function vendor(esbuild, out) {
   for (const name of VENDORED) {
     esbuild.buildSync({
       stdin: { contents: `export * from '${name}';`, resolveDir: ROOT, sourcefile: `vendor-${name}.js` },
@@ -165,7 +167,7 @@ function vendor(out) {
  * worker's script) still does: in each compiled module `import.meta.url` is replaced by the URL that
  * module has in the tree beside the bundle, so those paths resolve as before.
  */
-function bundleCommand(out) {
+function bundleCommand(esbuild, out) {
   const ownUrl = {
     name: 'own-url',
     setup(build) {
