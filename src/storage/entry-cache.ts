@@ -59,6 +59,13 @@ const INDEX_SLICE = 65_536;
 const RETRY_MS = 5000;
 /** `{"uuid":"`, the start of every encoded entry, after which its UUID is stored. */
 const UUID_AT = 9;
+/**
+ * The flag on a templated entry's start offset. A pick then needs no other read to tell a body from a
+ * template: one random read less into memory that a million entries spread over megabytes, which
+ * cost about a microsecond a pick there (docs/performance.md). Pages stay far below 2 GiB.
+ */
+const TEMPLATED = 0x8000_0000;
+const OFFSET = 0x7fff_ffff;
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -77,14 +84,13 @@ export class EntrySnapshot<T> {
     readonly count: number,
     /** Encoded entries, PAGE_SIZE per page; a templated entry has only its `{"uuid":"…` start here. */
     private readonly pages: readonly Buffer[],
-    /** Per page, PAGE_SIZE + 1 byte offsets into the page. */
+    /** Per page, PAGE_SIZE + 1 byte offsets into the page; a templated entry's start has TEMPLATED set. */
     private readonly offsets: readonly Uint32Array[],
     /** The templates, in entry order. */
     private readonly templates: readonly T[],
     /**
      * Per entry, 1 + the number of its template in `templates`, 0 for an entry without one; empty
-     * when there are no templates. One array read a pick, where a map by entry number cost a hash
-     * lookup into a table of every templated entry (cache misses at a million entries).
+     * when there are no templates. Read only for an entry whose start offset says it is templated.
      */
     private readonly templateOf: Int32Array,
     /** Open addressing over hashUuid: entry index + 1, 0 for a free slot. */
@@ -94,13 +100,11 @@ export class EntrySnapshot<T> {
 
   /** at returns entry `i` (0 ≤ i < count): its body, or its template. */
   at(i: number): Buffer | T {
-    if (this.templateOf.length !== 0) {
-      const template = this.templateOf[i]!;
-      if (template !== 0) return this.templates[template - 1]!;
-    }
     const offsets = this.offsets[i >>> PAGE_BITS]!;
     const local = i & (PAGE_SIZE - 1);
-    return this.pages[i >>> PAGE_BITS]!.subarray(offsets[local], offsets[local + 1]);
+    const start = offsets[local]!;
+    if (start >= TEMPLATED) return this.templates[this.templateOf[i]! - 1]!;
+    return this.pages[i >>> PAGE_BITS]!.subarray(start, offsets[local + 1]! & OFFSET);
   }
 
   /** find returns the index of the entry with this lower-case UUID, or -1. */
@@ -116,7 +120,7 @@ export class EntrySnapshot<T> {
 
   private uuidAt(i: number, uuid: string): boolean {
     const page = this.pages[i >>> PAGE_BITS]!;
-    const start = this.offsets[i >>> PAGE_BITS]![i & (PAGE_SIZE - 1)]! + UUID_AT;
+    const start = (this.offsets[i >>> PAGE_BITS]![i & (PAGE_SIZE - 1)]! & OFFSET) + UUID_AT;
     for (let k = 0; k < 36; k++) if (page[start + k] !== uuid.charCodeAt(k)) return false;
     return true;
   }
@@ -332,14 +336,16 @@ export class EntryCache<T> {
         if (!CANONICAL_UUID.test(entry.uuid)) throw new Error('an entry has a UUID not in canonical form');
         const encoded = encode(entry);
         let body: string;
-        if (typeof encoded === 'string') body = encoded;
-        else {
+        if (typeof encoded === 'string') {
+          body = encoded;
+          pageOffsets[bodies.length] = pageBytes;
+        } else {
           templates.push(encoded);
           templated.push(count);
           progress.bytes += this.options.templateSize(encoded) + 32;
           body = `{"uuid":"${entry.uuid}`;
+          pageOffsets[bodies.length] = pageBytes + TEMPLATED;
         }
-        pageOffsets[bodies.length] = pageBytes;
         bodies.push(body);
         pageBytes += Buffer.byteLength(body);
         if (count === hashes.length) {
