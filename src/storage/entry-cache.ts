@@ -4,7 +4,7 @@
  *
  * - The snapshot: every visible entry of one revision, each already encoded (its response body, or a
  *   template completed per request where the text has server variables), packed into pages of one
- *   buffer each, with a hash index by UUID. It is built in the background, a page of entries at a
+ *   string each, with a hash index by UUID. It is built in the background, a page of entries at a
  *   time so that no step holds the event loop for long, and only used while the revision it was built
  *   at is the current one. Above its byte budget it is not built, and the database answers.
  * - The lookup cache: the entries asked for by UUID, least recently used first out, within its own
@@ -21,8 +21,8 @@ import type { EntryRecord, EntryStore } from './entries.ts';
 import type { RevisionCache } from './revision.ts';
 import type { VariableStore } from './variables.ts';
 
-/** An entry ready to send: its body (bytes or text), or a template of the caller's to complete. */
-export type PreparedEntry<T> = Buffer | string | T;
+/** An entry ready to send: its body, or a template of the caller's to complete. */
+export type PreparedEntry<T> = string | T;
 
 /** Encodes entries for one revision's server variables: the body, or a template when it varies. */
 export type EntryEncoder<T> = (entry: EntryRecord) => string | T;
@@ -49,7 +49,7 @@ export interface EntryCacheStats {
 }
 
 const PAGE_BITS = 11;
-/** Entries per page: one database read and one buffer each. */
+/** Entries per page: one string each. */
 const PAGE_SIZE = 1 << PAGE_BITS;
 /** Rows read from the database at a time (one step of the build, a few milliseconds). */
 const READ_SIZE = 1024;
@@ -67,6 +67,8 @@ const UUID_AT = 9;
 const TEMPLATED = 0x8000_0000;
 const OFFSET = 0x7fff_ffff;
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A character beyond Latin-1: a body holding one is kept with the wide texts. */
+const WIDE = /[^\x00-\xff]/;
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -77,15 +79,78 @@ function hashUuid(uuid: string): number {
   return hash >>> 0;
 }
 
-/** The visible entries of one revision, encoded. */
+/**
+ * Texts packed PAGE_SIZE to a string, with per page PAGE_SIZE + 1 offsets (UTF-16 units) into it.
+ * Bodies are kept as strings, not bytes: a string body goes out with the response's header in one
+ * write, a byte body in a second buffer of a gathered write, which cost several per cent more CPU a
+ * request (docs/performance.md). A page whose texts are all Latin-1 is a one-byte string (a byte a
+ * character, as UTF-8 bytes would take for the ASCII most entries are); the rest, with emoji or other
+ * scripts, go to pages of their own, two bytes a character, so that they do not double the others.
+ */
+class TextPages {
+  readonly pages: string[] = [];
+  readonly offsets: Uint32Array[] = [];
+  /** Per text, in order, hashUuid of its entry's UUID. */
+  hashes = new Uint32Array(PAGE_SIZE);
+  count = 0;
+  /** Bytes of the sealed pages and their offsets. */
+  bytes = 0;
+  private texts: string[] = [];
+  private pageOffsets = new Uint32Array(PAGE_SIZE + 1);
+  private length = 0;
+
+  /** `wide`: whether the texts hold characters beyond Latin-1 (two bytes a character). */
+  constructor(private readonly wide: boolean) {}
+
+  /** Bytes of the page being filled. */
+  get pending(): number {
+    return (this.wide ? 2 : 1) * this.length;
+  }
+
+  /** add appends the text of the entry with this UUID; `flag` is set on its start offset. */
+  add(text: string, uuid: string, flag: number): void {
+    this.pageOffsets[this.texts.length] = this.length + flag;
+    this.texts.push(text);
+    this.length += text.length;
+    if (this.count === this.hashes.length) {
+      const grown = new Uint32Array(this.hashes.length * 2);
+      grown.set(this.hashes);
+      this.hashes = grown;
+    }
+    this.hashes[this.count++] = hashUuid(uuid);
+    if (this.texts.length === PAGE_SIZE) this.seal();
+  }
+
+  /** seal closes the page being filled, if it holds any text. */
+  seal(): void {
+    if (this.texts.length === 0) return;
+    this.pageOffsets.fill(this.length, this.texts.length);
+    const joined = this.texts.join('');
+    // Latin-1 texts may arrive as two-byte strings; through Latin-1 bytes the page is one-byte for sure.
+    const page = this.wide ? joined : Buffer.from(joined, 'latin1').toString('latin1');
+    this.pages.push(page);
+    this.offsets.push(this.pageOffsets);
+    this.bytes += (this.wide ? 2 : 1) * page.length + this.pageOffsets.byteLength;
+    this.texts = [];
+    this.pageOffsets = new Uint32Array(PAGE_SIZE + 1);
+    this.length = 0;
+  }
+}
+
+/**
+ * The visible entries of one revision, encoded: first those whose text is Latin-1 (and every
+ * templated one), then the wide ones, each kind in its own pages.
+ */
 export class EntrySnapshot<T> {
+  private readonly latinCount: number;
+
   constructor(
     readonly revision: number,
     readonly count: number,
-    /** Encoded entries, PAGE_SIZE per page; a templated entry has only its `{"uuid":"…` start here. */
-    private readonly pages: readonly Buffer[],
-    /** Per page, PAGE_SIZE + 1 byte offsets into the page; a templated entry's start has TEMPLATED set. */
-    private readonly offsets: readonly Uint32Array[],
+    /** Latin-1 bodies; a templated entry has only its `{"uuid":"…` start here, flagged TEMPLATED. */
+    private readonly latin: TextPages,
+    /** Bodies with characters beyond Latin-1. */
+    private readonly wide: TextPages,
     /** The templates, in entry order. */
     private readonly templates: readonly T[],
     /**
@@ -96,15 +161,20 @@ export class EntrySnapshot<T> {
     /** Open addressing over hashUuid: entry index + 1, 0 for a free slot. */
     private readonly index: Int32Array,
     readonly bytes: number,
-  ) {}
+  ) {
+    this.latinCount = latin.count;
+  }
 
   /** at returns entry `i` (0 ≤ i < count): its body, or its template. */
-  at(i: number): Buffer | T {
-    const offsets = this.offsets[i >>> PAGE_BITS]!;
-    const local = i & (PAGE_SIZE - 1);
+  at(i: number): string | T {
+    const latin = i < this.latinCount;
+    const k = latin ? i : i - this.latinCount;
+    const pages = latin ? this.latin : this.wide;
+    const offsets = pages.offsets[k >>> PAGE_BITS]!;
+    const local = k & (PAGE_SIZE - 1);
     const start = offsets[local]!;
     if (start >= TEMPLATED) return this.templates[this.templateOf[i]! - 1]!;
-    return this.pages[i >>> PAGE_BITS]!.subarray(start, offsets[local + 1]! & OFFSET);
+    return pages.pages[k >>> PAGE_BITS]!.slice(start, offsets[local + 1]! & OFFSET);
   }
 
   /** find returns the index of the entry with this lower-case UUID, or -1. */
@@ -119,9 +189,12 @@ export class EntrySnapshot<T> {
   }
 
   private uuidAt(i: number, uuid: string): boolean {
-    const page = this.pages[i >>> PAGE_BITS]!;
-    const start = (this.offsets[i >>> PAGE_BITS]![i & (PAGE_SIZE - 1)]! & OFFSET) + UUID_AT;
-    for (let k = 0; k < 36; k++) if (page[start + k] !== uuid.charCodeAt(k)) return false;
+    const latin = i < this.latinCount;
+    const k = latin ? i : i - this.latinCount;
+    const pages = latin ? this.latin : this.wide;
+    const page = pages.pages[k >>> PAGE_BITS]!;
+    const start = (pages.offsets[k >>> PAGE_BITS]![k & (PAGE_SIZE - 1)]! & OFFSET) + UUID_AT;
+    for (let c = 0; c < 36; c++) if (page.charCodeAt(start + c) !== uuid.charCodeAt(c)) return false;
     return true;
   }
 }
@@ -306,76 +379,54 @@ export class EntryCache<T> {
     const budget = this.options.snapshotBytes;
     const startRevision = await this.entries.readRevision();
     const encode = this.options.makeEncoder(await this.variables.readValues());
-    const pages: Buffer[] = [];
-    const offsets: Uint32Array[] = [];
+    const latin = new TextPages(false);
+    const wide = new TextPages(true);
     const templates: T[] = [];
-    /** The entry number of each template. */
+    /** The entry number of each template (among the Latin-1 texts, which come first). */
     const templated: number[] = [];
-    let hashes = new Uint32Array(PAGE_SIZE);
-    let count = 0;
-    // The page being filled: bodies and their byte offsets.
-    let bodies: string[] = [];
-    let pageOffsets = new Uint32Array(PAGE_SIZE + 1);
-    let pageBytes = 0;
-    const seal = () => {
-      pageOffsets.fill(pageBytes, bodies.length);
-      const page = Buffer.from(bodies.join(''), 'utf8');
-      pages.push(page);
-      offsets.push(pageOffsets);
-      progress.bytes += page.length + pageOffsets.byteLength;
-      bodies = [];
-      pageOffsets = new Uint32Array(PAGE_SIZE + 1);
-      pageBytes = 0;
-    };
+    let templateBytes = 0;
     for (let after: number | null = 0; after !== null; ) {
       if (this.closed) throw new Error('entry cache closed');
       const { next, visible } = await this.entries.page(after, READ_SIZE);
       after = next;
       for (const entry of visible) {
-        // The index compares stored UUIDs byte for byte with the canonical form that requests use.
+        // The index compares stored UUIDs character for character with the canonical form that requests use.
         if (!CANONICAL_UUID.test(entry.uuid)) throw new Error('an entry has a UUID not in canonical form');
         const encoded = encode(entry);
-        let body: string;
-        if (typeof encoded === 'string') {
-          body = encoded;
-          pageOffsets[bodies.length] = pageBytes;
-        } else {
+        if (typeof encoded !== 'string') {
           templates.push(encoded);
-          templated.push(count);
-          progress.bytes += this.options.templateSize(encoded) + 32;
-          body = `{"uuid":"${entry.uuid}`;
-          pageOffsets[bodies.length] = pageBytes + TEMPLATED;
-        }
-        bodies.push(body);
-        pageBytes += Buffer.byteLength(body);
-        if (count === hashes.length) {
-          const grown = new Uint32Array(hashes.length * 2);
-          grown.set(hashes);
-          hashes = grown;
-        }
-        hashes[count++] = hashUuid(entry.uuid);
-        if (bodies.length === PAGE_SIZE) seal();
+          templated.push(latin.count);
+          templateBytes += this.options.templateSize(encoded) + 32;
+          latin.add(`{"uuid":"${entry.uuid}`, entry.uuid, TEMPLATED);
+        } else if (WIDE.test(encoded)) wide.add(encoded, entry.uuid, 0);
+        else latin.add(encoded, entry.uuid, 0);
       }
-      if (progress.bytes + pageBytes + 4 * count > budget) return null;
+      const count = latin.count + wide.count;
+      progress.bytes = latin.bytes + wide.bytes + templateBytes;
+      if (progress.bytes + latin.pending + wide.pending + 4 * count > budget) return null;
       await yieldToEventLoop();
     }
-    if (bodies.length > 0) seal();
+    latin.seal();
+    wide.seal();
+    const count = latin.count + wide.count;
     let slots = 2;
     while (slots < count * 2) slots *= 2;
-    progress.bytes += 4 * slots + 4 * count + (templates.length > 0 ? 4 * count : 0);
+    progress.bytes = latin.bytes + wide.bytes + templateBytes + 4 * slots + (templates.length > 0 ? 4 * count : 0);
     if (progress.bytes > budget) return null;
     const index = new Int32Array(slots);
     const mask = slots - 1;
     for (let i = 0; i < count; i++) {
-      let slot = hashes[i]! & mask;
+      const hash = i < latin.count ? latin.hashes[i]! : wide.hashes[i - latin.count]!;
+      let slot = hash & mask;
       while (index[slot] !== 0) slot = (slot + 1) & mask;
       index[slot] = i + 1;
       if (i % INDEX_SLICE === INDEX_SLICE - 1) await yieldToEventLoop();
     }
+    latin.hashes = wide.hashes = new Uint32Array(0);
     // Nothing changed while the pages were read one by one: the snapshot is that revision's.
     if ((await this.entries.readRevision()) !== startRevision) throw new Error('the revision changed during the build');
     const templateOf = new Int32Array(templates.length > 0 ? count : 0);
     for (let t = 0; t < templated.length; t++) templateOf[templated[t]!] = t + 1;
-    return new EntrySnapshot(startRevision, count, pages, offsets, templates, templateOf, index, progress.bytes);
+    return new EntrySnapshot(startRevision, count, latin, wide, templates, templateOf, index, progress.bytes);
   }
 }

@@ -139,6 +139,23 @@ describe('the fast lane', () => {
       .toEqual(['The goose keeps the minutes.', 'The newt keeps the minutes.']);
   });
 
+  it('answers Latin-1 and wider texts byte for byte, with their length in bytes', async () => {
+    const texts = ['Crème brûlée at the café, ÿ.', 'The 🦆 reads 漢字 aloud, \u{10FFFF}.', 'The $ANIMAL$ 🦆 keeps the café.'];
+    const added = texts.map((text, n) => entry(text, 1_700_000_010 + n));
+    await t.storage.entries.insertEntries(added);
+    for (const [n, { uuid }] of added.entries()) {
+      const path = `/api/v1/nonsense/${uuid}`;
+      await expect.poll(async () => (await fetch(`${base}${path}`)).status === 200 && inLane()).toBe(true);
+      const lane = await fetch(`${base}${path}`);
+      expect(inLane()).toBe(true);
+      const bytes = Buffer.from(await lane.arrayBuffer());
+      expect(Number(lane.headers.get('content-length'))).toBe(bytes.length);
+      const body = JSON.parse(bytes.toString('utf8')) as { nonsense: string; original_nonsense?: string };
+      expect(body.original_nonsense ?? body.nonsense).toBe(texts[n]);
+      if (body.original_nonsense === undefined) expect(bytes.toString('utf8')).toBe((await t.app.inject({ url: path })).body);
+    }
+  });
+
   it('stops answering a hidden entry at once', async () => {
     const hidden = entry('Soon to be hidden.', 1_700_000_004);
     await t.storage.entries.insertEntries([hidden]);

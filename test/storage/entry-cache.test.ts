@@ -77,6 +77,28 @@ describe('the entry cache', () => {
     cache.close();
   }, 60_000);
 
+  it('keeps Latin-1 and wider texts apart, each whole and findable, across pages of both', async () => {
+    // A third with characters beyond Latin-1 (more than a page of them), a third Latin-1, a tenth templated.
+    const textOf = (n: number) =>
+      n % 10 === 0 ? `Entry ${n}: the $ANIMAL$ and the café.` : n % 3 === 0 ? `Entry ${n}: 🦆 漢字 \u{10FFFF}.` : n % 3 === 1 ? `Entry ${n}: crème brûlée, ÿ.` : `Entry ${n}.`;
+    const entries = Array.from({ length: 6500 }, (_, n) => entry(textOf(n), 1_700_000_000 + n, uuidOf(n)));
+    t = await createTestApp({ entries, variables: [{ name: '$ANIMAL$', description: 'An animal.', values: ['🐈', 'goose'] }] });
+    const cache = cacheOf(t.storage);
+    const snapshot = await ready(cache, t.storage);
+    expect(snapshot.count).toBe(6500);
+    const seen = new Set<string>();
+    for (let i = 0; i < snapshot.count; i++) {
+      const { uuid, nonsense, original_nonsense } = json(snapshot.at(i));
+      seen.add(uuid);
+      const n = Number.parseInt(uuid.slice(-12), 16);
+      expect(original_nonsense ?? nonsense).toBe(textOf(n));
+      expect(snapshot.find(uuid)).toBe(i);
+    }
+    expect(seen.size).toBe(6500);
+    expect(json(snapshot.at(snapshot.find(uuidOf(20)))).nonsense).toBe('Entry 20: the 🐈 and the café.');
+    cache.close();
+  }, 60_000);
+
   it('stops using the snapshot at once when this process hides an entry', async () => {
     const [a, b] = [entry('Stays.'), entry('Goes.')];
     t = await createTestApp({ entries: [a, b] });
