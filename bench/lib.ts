@@ -88,10 +88,16 @@ export function startFlags(): string[] {
  * startService runs the service as `npm start` does (`<its environment> node <its flags> bin/nonsense.js
  * serve`) with the default configuration plus `env`, and resolves once it answers `probe` (a path).
  */
-export async function startService(env: Record<string, string>, probe = '/healthz', nodeFlags: string[] = [...startFlags(), ...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? [])]): Promise<Service> {
+export async function startService(
+  env: Record<string, string>,
+  probe = '/healthz',
+  nodeFlags: string[] = [...startFlags(), ...(process.env.BENCH_NODE_FLAGS?.split(' ') ?? [])],
+  /** The command's script: `bin/nonsense.js`, or a saved build's `cli.js` (bench/ab.ts). */
+  script = 'bin/nonsense.js',
+): Promise<Service> {
   const port = env.PORT!;
   const started = performance.now();
-  const child = spawn(process.execPath, [...nodeFlags, 'bin/nonsense.js', 'serve'], {
+  const child = spawn(process.execPath, [...nodeFlags, script, 'serve'], {
     env: { ...startEnv(), ...process.env, DEMO_DATA: 'off', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -1,0 +1,94 @@
+/**
+ * Two builds of the service under the same load at the same time: a saved build (the base) and the
+ * current one, each started as `npm start` starts it on the same database, each driven by its own
+ * autocannon with half the connections, in rounds that run both at once. Noise from the rest of a
+ * shared machine then hits both builds in the same seconds: a change of 2-5 % a request shows in
+ * every round, where rounds run one after the other (as `npm run bench` alternates with the bare
+ * server) spread by more than that on a busy host. For deciding whether a change to the hot path
+ * helps; the bounds of the performance issue are measured by `npm run bench`.
+ *
+ *   npm run bench:ab -- --save      # keep the current build (dist/) as the base
+ *   (change the code)
+ *   npm run bench:ab                # the base against the current build: 100,000 entries, random
+ *   BENCH_AB_PATH=uuid BENCH_ENTRIES=1000000 BENCH_KEEP=1 npm run bench:ab
+ *   BENCH_ROUNDS=9 BENCH_SECONDS=4 BENCH_CONNECTIONS=20 npm run bench:ab
+ *
+ * The base lives in node_modules/.cache/nonsense-ab/ (inside node_modules, so that it finds the
+ * same packages; npm ci removes it).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { cpuMs, median, seed, type Service, startService, waitForQuiet, waitForSnapshot } from './lib.ts';
+
+const BASE = path.resolve('node_modules/.cache/nonsense-ab/dist');
+const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 100_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+
+if (process.argv.includes('--save')) {
+  fs.rmSync(BASE, { recursive: true, force: true });
+  fs.cpSync('dist', BASE, { recursive: true });
+  console.log(`Saved dist/ as the base (${BASE}).`);
+  process.exit(0);
+}
+if (!fs.existsSync(path.join(BASE, 'cli.js'))) {
+  console.error('No base build: run `npm run bench:ab -- --save` before the change.');
+  process.exit(1);
+}
+
+interface Round {
+  rps: number;
+  /** Server CPU time per request, µs. */
+  cpu: number;
+  errors: number;
+}
+
+async function load(url: string, pid: number, paths: string[] | undefined, connections: number, seconds: number): Promise<Round> {
+  let i = 0;
+  const before = cpuMs(pid);
+  const result = await autocannon({
+    url,
+    connections,
+    duration: seconds,
+    requests: paths ? [{ setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length]! }) }] : undefined,
+  });
+  return { rps: result.requests.average, cpu: ((cpuMs(pid) - before) * 1000) / Math.max(1, result.requests.total), errors: result.errors + result.non2xx };
+}
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-ab-'));
+const seeded = await seed(ENTRIES, dir);
+const builds = [
+  { name: 'base', script: path.join(BASE, 'cli.js'), port: '18191' },
+  { name: 'current', script: 'bin/nonsense.js', port: '18192' },
+];
+const services: Service[] = [];
+try {
+  for (const build of builds) {
+    services.push(await startService({ DATABASE_URL: seeded.file, PORT: build.port, GALAXY: 'off', RATE_LIMIT_READ: 'off' }, '/healthz', undefined, build.script));
+  }
+  for (const service of services) await waitForSnapshot(service.url, ENTRIES);
+  for (const service of services) await waitForQuiet(service.pid);
+  const byUuid = process.env.BENCH_AB_PATH === 'uuid';
+  const paths = byUuid ? seeded.sample.map((u) => `/api/v1/nonsense/${u}`) : undefined;
+  const target = byUuid ? '' : '/api/v1/nonsense/random';
+  const round = (seconds: number) => Promise.all(services.map((s) => load(`${s.url}${target}`, s.pid, paths, CONNECTIONS / 2, seconds)));
+  await round(SECONDS); // warm-up, not counted
+  const rounds: Round[][] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const [base, current] = await round(SECONDS);
+    rounds.push([base!, current!]);
+    console.log(`round ${r + 1}: base ${base!.cpu.toFixed(1)} µs/req (${base!.rps.toFixed(0)} req/s), current ${current!.cpu.toFixed(1)} µs/req (${current!.rps.toFixed(0)} req/s)${base!.errors + current!.errors > 0 ? ', errors' : ''}`);
+  }
+  const cpu = (k: number) => median(rounds.map((r) => r[k]!.cpu));
+  const lower = rounds.filter(([base, current]) => current!.cpu < base!.cpu).length;
+  console.log(
+    `\n${ENTRIES.toLocaleString('en')} entries, ${byUuid ? 'by UUID' : 'random'}: base ${cpu(0).toFixed(1)} µs, current ${cpu(1).toFixed(1)} µs CPU a request (medians); ` +
+      `current/base ${(cpu(1) / cpu(0)).toFixed(3)}; the current build cheaper in ${lower} of ${ROUNDS} rounds`,
+  );
+} finally {
+  for (const service of services) await service.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
