@@ -29,6 +29,8 @@ export interface LaneAnswer {
   /** The route's own headers; the same array for the same headers (the lane keeps its full list per array). */
   readonly headers: readonly string[];
   readonly body: string | Buffer;
+  /** The body's length in bytes, when the route knows it without a pass over the body. */
+  readonly bytes?: number | undefined;
 }
 
 /** A lane route answers a GET of its path from memory, or returns undefined to leave it to Fastify. */
@@ -135,7 +137,7 @@ export class FastLane {
     const headers = headList(answer.headers, withBody).slice();
     headers[1] = id;
     const body = answer.body;
-    if (withBody) headers[headers.length - 1] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.length);
+    if (withBody) headers[headers.length - 1] = String(answer.bytes ?? (typeof body === 'string' ? Buffer.byteLength(body) : body.length));
     for (let i = 0; i < this.admissions.length; i++) if (!this.admissions[i]!(request, headers)) return false;
     response.writeHead(answer.status, headers);
     if (withBody) response.end(body);

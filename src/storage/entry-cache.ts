@@ -62,10 +62,17 @@ const UUID_AT = 9;
 /**
  * The flag on a templated entry's start offset. A pick then needs no other read to tell a body from a
  * template: one random read less into memory that a million entries spread over megabytes, which
- * cost about a microsecond a pick there (docs/performance.md). Pages stay far below 2 GiB.
+ * cost about a microsecond a pick there (docs/performance.md). Pages stay far below 1 GiB, the
+ * room the two flags leave.
  */
 const TEMPLATED = 0x8000_0000;
-const OFFSET = 0x7fff_ffff;
+/**
+ * The flag on the start offset of a body that is all ASCII, whose length in UTF-8 bytes is then its
+ * length in characters: the response's Content-Length without a pass over the body.
+ */
+const ASCII = 0x4000_0000;
+const OFFSET = 0x3fff_ffff;
+const ASCII_TEXT = /^[\x00-\x7f]*$/;
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A character beyond Latin-1: a body holding one is kept with the wide texts. */
 const WIDE = /[^\x00-\xff]/;
@@ -174,7 +181,20 @@ export class EntrySnapshot<T> {
     const local = k & (PAGE_SIZE - 1);
     const start = offsets[local]!;
     if (start >= TEMPLATED) return this.templates[this.templateOf[i]! - 1]!;
-    return pages.pages[k >>> PAGE_BITS]!.slice(start, offsets[local + 1]! & OFFSET);
+    return pages.pages[k >>> PAGE_BITS]!.slice(start & OFFSET, offsets[local + 1]! & OFFSET);
+  }
+
+  /**
+   * asciiLength returns the length in bytes of entry `i`'s body when the body is all ASCII (its
+   * length), else undefined. It reads what `at(i)` has just read.
+   */
+  asciiLength(i: number): number | undefined {
+    if (i >= this.latinCount) return undefined;
+    const offsets = this.latin.offsets[i >>> PAGE_BITS]!;
+    const local = i & (PAGE_SIZE - 1);
+    const start = offsets[local]!;
+    if ((start & ASCII) === 0 || start >= TEMPLATED) return undefined;
+    return (offsets[local + 1]! & OFFSET) - (start & OFFSET);
   }
 
   /** find returns the index of the entry with this lower-case UUID, or -1. */
@@ -399,7 +419,7 @@ export class EntryCache<T> {
           templateBytes += this.options.templateSize(encoded) + 32;
           latin.add(`{"uuid":"${entry.uuid}`, entry.uuid, TEMPLATED);
         } else if (WIDE.test(encoded)) wide.add(encoded, entry.uuid, 0);
-        else latin.add(encoded, entry.uuid, 0);
+        else latin.add(encoded, entry.uuid, ASCII_TEXT.test(encoded) ? ASCII : 0);
       }
       const count = latin.count + wide.count;
       progress.bytes = latin.bytes + wide.bytes + templateBytes;

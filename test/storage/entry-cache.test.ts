@@ -93,6 +93,10 @@ describe('the entry cache', () => {
       const n = Number.parseInt(uuid.slice(-12), 16);
       expect(original_nonsense ?? nonsense).toBe(textOf(n));
       expect(snapshot.find(uuid)).toBe(i);
+      // The byte length comes without a pass over the body for an ASCII body, and only for one.
+      const body = snapshot.at(i);
+      const ascii = typeof body === 'string' && /^[\x00-\x7f]*$/.test(body);
+      expect(snapshot.asciiLength(i)).toBe(ascii ? Buffer.byteLength(body) : undefined);
     }
     expect(seen.size).toBe(6500);
     expect(json(snapshot.at(snapshot.find(uuidOf(20)))).nonsense).toBe('Entry 20: the 🐈 and the café.');

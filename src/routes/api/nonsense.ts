@@ -81,7 +81,8 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.fastLane.get(random, random, () => {
     const snapshot = entryCache.snapshotNow();
     if (snapshot === null || snapshot.count === 0) return undefined;
-    return { status: 200, headers: RANDOM_HEADERS, body: entryBody(snapshot.at(mathRandomPick(snapshot.count))) };
+    const i = mathRandomPick(snapshot.count);
+    return { status: 200, headers: RANDOM_HEADERS, body: entryBody(snapshot.at(i)), bytes: snapshot.asciiLength(i) };
   });
   const byUuid = `${app.prefix}/nonsense/`;
   app.fastLane.get(
@@ -95,7 +96,7 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (i === -1) return undefined;
       const { tag, headers, notModifiedHeaders } = taggedOf(snapshot.revision);
       if (request.headers['if-none-match'] !== undefined && fresh(request.headers, { etag: tag })) return { status: 304, headers: notModifiedHeaders, body: '' };
-      return { status: 200, headers, body: entryBody(snapshot.at(i)) };
+      return { status: 200, headers, body: entryBody(snapshot.at(i)), bytes: snapshot.asciiLength(i) };
     },
     36,
   );
