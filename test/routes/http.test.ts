@@ -53,7 +53,7 @@ describe('HTTP behaviour shared by every endpoint', () => {
   it('allows any origin (CORS) and answers preflights', async () => {
     const res = await t.app.inject({ url: '/api/v1/nonsense/random', headers: { origin: 'https://somewhere.example' } });
     expect(res.headers['access-control-allow-origin']).toBe('*');
-    expect(res.headers['access-control-expose-headers']).toContain('ETag');
+    expect(res.headers['access-control-expose-headers']).toBe('*');
     const preflight = await t.app.inject({
       method: 'OPTIONS',
       url: '/api/v1/nonsense/random',
