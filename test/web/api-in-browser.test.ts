@@ -1,7 +1,8 @@
 /**
  * The API's browser clients in a real browser: /docs, where after "Authorize" with an admin token "Try
  * it out" on an admin operation calls the service with the token and shows its answer; and the admin
- * page, which pages through long lists by following their `Link` headers. Debian's Chromium driven by
+ * page, which pages through long lists by following their `Link` headers; and a script of another
+ * origin reading the headers of answers (CORS). Debian's Chromium driven by
  * playwright-core (test/requirements.ts: skipped with a warning where it is missing, a failure under CI).
  */
 import fs from 'node:fs';
@@ -73,6 +74,35 @@ describe.skipIf(SKIP)('the API in Chromium', () => {
     await expect.poll(() => status.count(), { timeout: 15_000 }).toBeGreaterThan(0);
     return (await status.first().textContent())!.trim();
   }
+
+  it('lets a script of another origin read every header of an answer (CORS)', async () => {
+    const page = await browser.newPage();
+    // A JSON answer as the page: the API sets no Content-Security-Policy that would keep a script in.
+    await page.goto(`${url}/healthz`);
+    // localhost is another origin than 127.0.0.1: the browser applies CORS to the fetch.
+    const other = url.replace('127.0.0.1', 'localhost');
+    const seen = await page.evaluate(
+      async ([base, uuid]) => {
+        const answer = await fetch(`${base}/api/v1/nonsense/${uuid}`);
+        const list = await fetch(`${base}/api/v1/admin/reports?limit=1`, { headers: { authorization: 'Bearer none' } });
+        return {
+          status: answer.status,
+          etag: answer.headers.get('etag'),
+          id: answer.headers.get('x-request-id'),
+          listStatus: list.status,
+          listType: list.headers.get('content-type'),
+        };
+      },
+      [other, reported.uuid] as const,
+    );
+    expect(seen.status).toBe(200);
+    expect(seen.etag).toMatch(/^W\/"/);
+    expect(seen.id).toMatch(/^[0-9a-f-]{36}$/);
+    // An error answer's headers too.
+    expect(seen.listStatus).toBe(401);
+    expect(seen.listType).toMatch(/^application\/problem\+json/);
+    await page.close();
+  });
 
   it('calls an admin operation with the token given to "Authorize"', async () => {
     const page = await openDocs();
