@@ -14,6 +14,8 @@ import { createStorage } from './storage/index.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/** How long after listening the schemas not yet used start compiling in the background. */
+const PENDING_SCHEMAS_DELAY_MS = 1000;
 
 /** prepareDatabase opens the database and makes its schema current, as `serve` needs it. */
 export async function prepareDatabase(config: Config): Promise<{ database: Database; migrated: string[] }> {
@@ -88,7 +90,11 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   process.once('SIGINT', () => shutdown('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
-  // Request and response schemas compile on first use; the rest now, in the background (schemas/compile-later.ts).
-  compilePendingSchemas().catch((error: unknown) => app.log.error({ err: error }, 'a schema does not compile'));
+  // Request and response schemas compile on first use; the rest in the background (schemas/compile-later.ts),
+  // from a second after listening: begun at once, the first of them (Ajv's meta-schema, about 100 ms on a
+  // slow host) kept the first requests waiting (docs/performance.md, "Start").
+  setTimeout(() => {
+    compilePendingSchemas().catch((error: unknown) => app.log.error({ err: error }, 'a schema does not compile'));
+  }, PENDING_SCHEMAS_DELAY_MS).unref();
   return app;
 }

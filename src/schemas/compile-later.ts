@@ -1,9 +1,9 @@
 /**
  * Schemas compile on first use, not when a route is declared: compiling every route's request and
  * response schemas before listening made up a good part of the time from `npm start` to the first
- * answer (docs/performance.md, "Start"). Once the server listens, `compilePendingSchemas` compiles
- * the rest in the background, one schema per turn of the event loop, so that a schema the compiler
- * rejects still shows within a second of the start (and in the tests, which compile them all).
+ * answer (docs/performance.md, "Start"). A second after the server listens, `compilePendingSchemas`
+ * compiles the rest in the background, one schema per turn of the event loop, so that a schema the
+ * compiler rejects still shows within seconds of the start (and in the tests, which compile them all).
  */
 
 /** The compilations deferred and not yet done. */
