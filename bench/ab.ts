@@ -19,8 +19,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
-import { cpuMs, median, seed, type Service, startService, waitForQuiet, waitForSnapshot } from './lib.ts';
+import { loadRound, type LoadRound, median, seed, type Service, startService, waitForQuiet, waitForSnapshot } from './lib.ts';
 
 const BASE = path.resolve('node_modules/.cache/nonsense-ab/dist');
 const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 100_000);
@@ -39,25 +38,6 @@ if (!fs.existsSync(path.join(BASE, 'cli.js'))) {
   process.exit(1);
 }
 
-interface Round {
-  rps: number;
-  /** Server CPU time per request, µs. */
-  cpu: number;
-  errors: number;
-}
-
-async function load(url: string, pid: number, paths: string[] | undefined, connections: number, seconds: number): Promise<Round> {
-  let i = 0;
-  const before = cpuMs(pid);
-  const result = await autocannon({
-    url,
-    connections,
-    duration: seconds,
-    requests: paths ? [{ setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length]! }) }] : undefined,
-  });
-  return { rps: result.requests.average, cpu: ((cpuMs(pid) - before) * 1000) / Math.max(1, result.requests.total), errors: result.errors + result.non2xx };
-}
-
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-ab-'));
 const seeded = await seed(ENTRIES, dir);
 const builds = [
@@ -74,9 +54,9 @@ try {
   const byUuid = process.env.BENCH_AB_PATH === 'uuid';
   const paths = byUuid ? seeded.sample.map((u) => `/api/v1/nonsense/${u}`) : undefined;
   const target = byUuid ? '' : '/api/v1/nonsense/random';
-  const round = (seconds: number) => Promise.all(services.map((s) => load(`${s.url}${target}`, s.pid, paths, CONNECTIONS / 2, seconds)));
+  const round = (seconds: number) => Promise.all(services.map((s) => loadRound(`${s.url}${target}`, s.pid, { connections: CONNECTIONS / 2, seconds, paths })));
   await round(SECONDS); // warm-up, not counted
-  const rounds: Round[][] = [];
+  const rounds: LoadRound[][] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const [base, current] = await round(SECONDS);
     rounds.push([base!, current!]);

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import autocannon from 'autocannon';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
 import { createStorage } from '../src/storage/index.ts';
@@ -173,6 +174,32 @@ export function memory(pid: number): { rss: number; anon: number; file: number; 
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
   return { rss: kib('VmRSS') / 1024, anon: kib('RssAnon') / 1024, file: (kib('RssFile') + kib('RssShmem')) / 1024, peak: kib('VmHWM') / 1024 };
+}
+
+/** One round of load on a server: its requests a second, p99 latency, failures, and CPU time a request. */
+export interface LoadRound {
+  rps: number;
+  p99: number;
+  errors: number;
+  /** The server's CPU time per request, µs. */
+  cpu: number;
+}
+
+/**
+ * loadRound drives `url` with autocannon for `seconds` over `connections` connections (cycling
+ * through `paths` when given) and reads the CPU time the server `pid` spent meanwhile.
+ */
+export async function loadRound(url: string, pid: number, { connections, seconds, paths }: { connections: number; seconds: number; paths?: string[] | undefined }): Promise<LoadRound> {
+  let i = 0;
+  const before = cpuMs(pid);
+  const result = await autocannon({
+    url,
+    connections,
+    duration: seconds,
+    requests: paths ? [{ setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length]! }) }] : undefined,
+  });
+  const cpu = ((cpuMs(pid) - before) * 1000) / Math.max(1, result.requests.total);
+  return { rps: result.requests.average, p99: result.latency.p99, errors: result.errors + result.non2xx, cpu };
 }
 
 /** cpuMs reads a process's CPU time so far (user and system), in milliseconds. */

@@ -15,8 +15,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import autocannon from 'autocannon';
-import { cpuMs, median, memory, seed, startService, waitForQuiet, waitForSnapshot } from './lib.ts';
+import { loadRound, type LoadRound, median, memory, seed, startService, waitForQuiet, waitForSnapshot } from './lib.ts';
 
 const SIZES = (process.env.BENCH_ENTRIES ?? '100000').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -39,26 +38,8 @@ function startBare(body: string): Promise<ChildProcess> {
   });
 }
 
-interface Round {
-  rps: number;
-  p99: number;
-  errors: number;
-  /** Server CPU time per request, µs. */
-  cpu: number;
-}
-
-async function measure(url: string, pid: number, paths?: string[], seconds = SECONDS): Promise<Round> {
-  let i = 0;
-  const before = cpuMs(pid);
-  const result = await autocannon({
-    url,
-    connections: CONNECTIONS,
-    duration: seconds,
-    requests: paths ? [{ setupRequest: (req) => ({ ...req, path: paths[i++ % paths.length]! }) }] : undefined,
-  });
-  const cpu = ((cpuMs(pid) - before) * 1000) / Math.max(1, result.requests.total);
-  return { rps: result.requests.average, p99: result.latency.p99, errors: result.errors + result.non2xx, cpu };
-}
+/** One measured round of `target` on the server `pid` (the service or the bare server). */
+const measure = (url: string, pid: number, paths?: string[], seconds = SECONDS) => loadRound(url, pid, { connections: CONNECTIONS, seconds, paths });
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-bench-'));
 const rows: string[] = [];
@@ -86,8 +67,8 @@ try {
         { name: 'GET /api/v1/nonsense/<uuid>', path: '', paths: byUuidPaths },
       ];
       for (const target of targets) {
-        const own: Round[] = [];
-        const base: Round[] = [];
+        const own: LoadRound[] = [];
+        const base: LoadRound[] = [];
         // Warm-up: V8 optimises the request path and sizes its young generation to the load over the
         // first seconds of it (the first 5 s ran 10-20 % slower than the next on this host).
         if (WARMUP > 0) {
@@ -103,7 +84,7 @@ try {
           base.push(b);
           console.log(`${target.name} round ${round + 1}: service ${s.rps.toFixed(0)} req/s (${s.cpu.toFixed(1)} µs CPU/req), bare ${b.rps.toFixed(0)} req/s (${b.cpu.toFixed(1)} µs)`);
         }
-        const pick = (rounds: Round[], key: keyof Round) => median(rounds.map((r) => r[key]));
+        const pick = (rounds: LoadRound[], key: keyof LoadRound) => median(rounds.map((r) => r[key]));
         rows.push(
           `| ${target.name} | ${entries.toLocaleString('en')} | ${pick(own, 'rps').toFixed(0)} | ${pick(own, 'p99')} ms | ${pick(own, 'cpu').toFixed(1)} µs | ` +
             `${pick(base, 'rps').toFixed(0)} | ${pick(base, 'p99')} ms | ${pick(base, 'cpu').toFixed(1)} µs | ` +
