@@ -142,6 +142,31 @@ class TextPages {
     this.pageOffsets = new Uint32Array(PAGE_SIZE + 1);
     this.length = 0;
   }
+
+  /** start is text `k`'s start offset, its flags included. */
+  start(k: number): number {
+    return this.offsets[k >>> PAGE_BITS]![k & (PAGE_SIZE - 1)]!;
+  }
+
+  /** text is text `k`, whose start offset is `start`. */
+  text(k: number, start: number): string {
+    return this.pages[k >>> PAGE_BITS]!.slice(start & OFFSET, this.offsets[k >>> PAGE_BITS]![(k & (PAGE_SIZE - 1)) + 1]! & OFFSET);
+  }
+
+  /** asciiLength is text `k`'s length when it is flagged ASCII, else undefined. */
+  asciiLength(k: number): number | undefined {
+    const start = this.start(k);
+    if ((start & ASCII) === 0 || start >= TEMPLATED) return undefined;
+    return (this.offsets[k >>> PAGE_BITS]![(k & (PAGE_SIZE - 1)) + 1]! & OFFSET) - (start & OFFSET);
+  }
+
+  /** hasUuid tells whether text `k` is the entry with this UUID (every text starts `{"uuid":"<uuid>`). */
+  hasUuid(k: number, uuid: string): boolean {
+    const page = this.pages[k >>> PAGE_BITS]!;
+    const at = (this.start(k) & OFFSET) + UUID_AT;
+    for (let c = 0; c < 36; c++) if (page.charCodeAt(at + c) !== uuid.charCodeAt(c)) return false;
+    return true;
+  }
 }
 
 /**
@@ -175,13 +200,11 @@ export class EntrySnapshot<T> {
   /** at returns entry `i` (0 ≤ i < count): its body, or its template. */
   at(i: number): string | T {
     const latin = i < this.latinCount;
-    const k = latin ? i : i - this.latinCount;
     const pages = latin ? this.latin : this.wide;
-    const offsets = pages.offsets[k >>> PAGE_BITS]!;
-    const local = k & (PAGE_SIZE - 1);
-    const start = offsets[local]!;
+    const k = latin ? i : i - this.latinCount;
+    const start = pages.start(k);
     if (start >= TEMPLATED) return this.templates[this.templateOf[i]! - 1]!;
-    return pages.pages[k >>> PAGE_BITS]!.slice(start & OFFSET, offsets[local + 1]! & OFFSET);
+    return pages.text(k, start);
   }
 
   /**
@@ -189,12 +212,7 @@ export class EntrySnapshot<T> {
    * length), else undefined. It reads what `at(i)` has just read.
    */
   asciiLength(i: number): number | undefined {
-    if (i >= this.latinCount) return undefined;
-    const offsets = this.latin.offsets[i >>> PAGE_BITS]!;
-    const local = i & (PAGE_SIZE - 1);
-    const start = offsets[local]!;
-    if ((start & ASCII) === 0 || start >= TEMPLATED) return undefined;
-    return (offsets[local + 1]! & OFFSET) - (start & OFFSET);
+    return i < this.latinCount ? this.latin.asciiLength(i) : undefined;
   }
 
   /** find returns the index of the entry with this lower-case UUID, or -1. */
@@ -209,13 +227,7 @@ export class EntrySnapshot<T> {
   }
 
   private uuidAt(i: number, uuid: string): boolean {
-    const latin = i < this.latinCount;
-    const k = latin ? i : i - this.latinCount;
-    const pages = latin ? this.latin : this.wide;
-    const page = pages.pages[k >>> PAGE_BITS]!;
-    const start = (pages.offsets[k >>> PAGE_BITS]![k & (PAGE_SIZE - 1)]! & OFFSET) + UUID_AT;
-    for (let c = 0; c < 36; c++) if (page.charCodeAt(start + c) !== uuid.charCodeAt(c)) return false;
-    return true;
+    return i < this.latinCount ? this.latin.hasUuid(i, uuid) : this.wide.hasUuid(i - this.latinCount, uuid);
   }
 }
 
@@ -418,8 +430,9 @@ export class EntryCache<T> {
           templated.push(latin.count);
           templateBytes += this.options.templateSize(encoded) + 32;
           latin.add(`{"uuid":"${entry.uuid}`, entry.uuid, TEMPLATED);
-        } else if (WIDE.test(encoded)) wide.add(encoded, entry.uuid, 0);
-        else latin.add(encoded, entry.uuid, ASCII_TEXT.test(encoded) ? ASCII : 0);
+        } else if (ASCII_TEXT.test(encoded)) latin.add(encoded, entry.uuid, ASCII);
+        else if (WIDE.test(encoded)) wide.add(encoded, entry.uuid, 0);
+        else latin.add(encoded, entry.uuid, 0);
       }
       const count = latin.count + wide.count;
       progress.bytes = latin.bytes + wide.bytes + templateBytes;
