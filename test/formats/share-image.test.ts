@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CARD_HEIGHT, CARD_WIDTH, TEXT_BOX } from '../../src/formats/share-image/card.ts';
+import { CARD_HEIGHT, CARD_WIDTH, TEXT_AREA, TEXT_BOX } from '../../src/formats/share-image/card.ts';
 import sharp from 'sharp';
 import satori from 'satori';
 import { cardFonts } from '../../src/formats/share-image/fonts.ts';
@@ -60,6 +60,15 @@ describe('renderShareImage', () => {
     expect((await renderShareImage({ ...input, text: `${input.text}!` })).equals(first)).toBe(false);
     expect((await renderShareImage({ ...input, appName: 'Other' })).equals(first)).toBe(false);
   });
+
+  it('gives each of several cards drawn at once the bytes it has when drawn alone', async () => {
+    // Renders reuse the buffer the card is composed in; overlapping ones must not share it.
+    const texts = ['The heron filed a complaint.', 'מים', 'Soup, again, on Tuesday. :toast:', 'x', 'A much longer text about nothing in particular, '.repeat(8), '🦆', 'Tea.\nMore tea.', 'Z'];
+    const alone: Buffer[] = [];
+    for (const text of texts) alone.push(await renderShareImage({ text, emojis, appName }));
+    const together = await Promise.all(texts.map((text) => renderShareImage({ text, emojis, appName })));
+    together.forEach((png, i) => expect(png.equals(alone[i]!)).toBe(true));
+  });
 });
 
 describe('renderShareImage options and layout', () => {
@@ -88,13 +97,19 @@ describe('renderShareImage options and layout', () => {
 });
 
 describe('renderShareSvg', () => {
+  it('draws the text area without masks or clipping, which resvg draws as layers the size of the canvas', async () => {
+    const svg = await renderShareSvg({ text: 'Breakfast :toast: 🦆 and a long enough line to wrap twice over, at least.', emojis, appName });
+    expect(svg).not.toMatch(/(mask|clip-path)="url\(/);
+  });
+
   it('draws custom emojis from their images and Unicode emoji from Twemoji', async () => {
     const svg = await renderShareSvg({ text: 'Breakfast :toast: 🦆', emojis, appName: 'Quirk Hub' });
     const toast = Buffer.from(emojis.get('toast')!.image).toString('base64');
     expect(svg).toContain(`data:image/png;base64,${toast}`);
     expect(svg).toContain('data:image/svg+xml;base64,');
     expect(svg).not.toContain(':toast:');
-    expect(svg).toMatch(/^<svg width="1200" height="630"/);
+    // The text area only: the plate (background and footer) is drawn once per worker.
+    expect(svg).toMatch(new RegExp(`^<svg width="${TEXT_AREA.width}" height="${TEXT_AREA.height}"`));
   });
 
   it('leaves unknown emojis as text and draws WebP ones converted to PNG', async () => {

@@ -2,15 +2,16 @@
  * renderShareImage draws an entry's card: 1200×630 PNG (the Open Graph size). It is a pure function
  * of its input: the same text, emoji images and service name always give the same bytes.
  *
- * Satori lays the card out and writes SVG (text as glyph outlines from the bundled fonts), resvg
- * rasterises it over the background (drawn once per process: its gradients are a third of resvg's
- * time), and sharp encodes the PNG. It is CPU-bound from start to end: the service runs it in render
- * workers (src/services/cards/), never on the event loop.
+ * A card is its plate (background and footer, the same for every card of a service, drawn once per
+ * process) and its text area. Satori lays the text area out and writes SVG (text as glyph outlines
+ * from the bundled fonts), resvg rasterises it, it is laid over a copy of the plate, and sharp
+ * encodes the PNG. It is CPU-bound from start to end: the service runs it in render workers
+ * (src/services/cards/), never on the event loop.
  */
-import { Resvg } from '@resvg/resvg-js';
+import { Resvg, type ResvgRenderOptions } from '@resvg/resvg-js';
 import satori from 'satori';
 import sharp from 'sharp';
-import { backgroundNode, CARD_HEIGHT, CARD_WIDTH, cardNode, TEXT_BOX, TEXT_KEY, textNode, type ElementNode, type TextFlow, type TextStyle } from './card.ts';
+import { CARD_HEIGHT, CARD_WIDTH, plateNode, TEXT_AREA, TEXT_BOX, TEXT_KEY, textAreaNode, textNode, type ElementNode, type TextFlow, type TextStyle } from './card.ts';
 import { cardFonts } from './fonts.ts';
 import { textScripts, type ScriptFace } from './scripts.ts';
 import { scanCustomEmojis } from '../../domain/emojis.ts';
@@ -59,6 +60,8 @@ sharp.cache(false);
 /** PNG: zlib level 6 without adaptive filters encodes a card in about half the time, at ±5% size. */
 const PNG_OPTIONS = { compressionLevel: 6, adaptiveFiltering: false } as const;
 
+const RESVG_OPTIONS: ResvgRenderOptions = { fitTo: { mode: 'original' }, font: { loadSystemFonts: false }, logLevel: 'off' };
+
 /**
  * textStyle is the style of the text at one size: semi-bold from 36 px, where it reads as a headline,
  * regular below; looser lines as the size shrinks, for long texts.
@@ -74,7 +77,6 @@ export function textStyle(fontSize: number): TextStyle {
 /** What satori needs for one card, worked out once and shared by the fitting passes and the render. */
 interface Prepared {
   text: string;
-  appName: string;
   graphemeImages: Record<string, string>;
   faces: ScriptFace[];
   flow: TextFlow;
@@ -82,8 +84,8 @@ interface Prepared {
 
 async function prepare(input: ShareCardInput): Promise<Prepared> {
   const { text, graphemeImages } = await withEmojiGlyphs(input.text, input.emojis);
-  const scripts = textScripts(input.text, input.appName);
-  return { text, appName: input.appName, graphemeImages, faces: scripts.faces, flow: { direction: scripts.direction, lang: scripts.lang } };
+  const scripts = textScripts(input.text);
+  return { text, graphemeImages, faces: scripts.faces, flow: { direction: scripts.direction, lang: scripts.lang } };
 }
 
 /** renderShareImage renders the card as PNG bytes. */
@@ -91,64 +93,98 @@ export async function renderShareImage(input: ShareCardInput, options: RenderOpt
   const check = () => {
     if (options.cancelled?.()) throw new RenderCancelled();
   };
-  const back = await background();
+  const plate = await plateOf(input.appName);
   const prepared = await prepare(input);
   check();
   const svg = await svgOf(prepared, await fitText(prepared, check));
   check();
-  const front = new Resvg(svg, { fitTo: { mode: 'original' }, font: { loadSystemFonts: false }, logLevel: 'off' }).render();
+  const front = new Resvg(svg, RESVG_OPTIONS).render();
   check();
-  const rgb = over(back, front.pixels);
-  return sharp(rgb, { raw: { width: CARD_WIDTH, height: CARD_HEIGHT, channels: 3 } }).png(PNG_OPTIONS).toBuffer();
+  const rgb = overPlate(plate, front.pixels, canvas());
+  try {
+    return await sharp(rgb, { raw: { width: CARD_WIDTH, height: CARD_HEIGHT, channels: 3 } }).png(PNG_OPTIONS).toBuffer();
+  } finally {
+    spareCanvas = rgb;
+  }
 }
 
-/** renderShareSvg lays the card out as SVG (without its background), text as outlines and emojis as embedded images. */
+/**
+ * The card's pixels are composed in a buffer of 2.2 MB that the next render reuses: a new one for
+ * each card was a new mapping of memory (the allocator maps blocks this large, see
+ * docs/deployment.md), and its first writes page faults, 6–10 ms of a render. Renders that overlap
+ * (tests; a worker draws one card at a time) take a new buffer.
+ */
+let spareCanvas: Buffer | null = null;
+
+function canvas(): Buffer {
+  const spare = spareCanvas;
+  spareCanvas = null;
+  return spare ?? Buffer.allocUnsafe(CARD_WIDTH * CARD_HEIGHT * 3);
+}
+
+/** renderShareSvg lays the card's text area out as SVG (what is drawn over the plate), text as outlines and emojis as embedded images. */
 export async function renderShareSvg(input: ShareCardInput): Promise<string> {
   const prepared = await prepare(input);
   return svgOf(prepared, await fitText(prepared));
 }
 
 function svgOf(prepared: Prepared, style: TextStyle): Promise<string> {
-  return satori(cardNode(textNode(prepared.text, style, prepared.flow), prepared.appName, prepared.flow.direction), {
-    width: CARD_WIDTH,
-    height: CARD_HEIGHT,
+  return satori(textAreaNode(textNode(prepared.text, style, prepared.flow), prepared.flow.direction), {
+    width: TEXT_AREA.width,
+    height: TEXT_AREA.height,
     fonts: cardFonts(prepared.faces),
     graphemeImages: prepared.graphemeImages,
     loadAdditionalAsset,
   });
 }
 
-let backgroundPixels: Promise<Buffer> | null = null;
+/** Plates by service name. A service has one name; more than a few means tests or tools, which may redraw. */
+const plates = new Map<string, Promise<Buffer>>();
+const MAX_PLATES = 4;
 
-/** background returns the card's background as RGB pixels, drawn once per process (resvg spends ~0.1 s on its gradients). */
-function background(): Promise<Buffer> {
-  backgroundPixels ??= (async () => {
-    const svg = await satori(backgroundNode(), { width: CARD_WIDTH, height: CARD_HEIGHT, fonts: cardFonts() });
-    const rgba = new Resvg(svg, { fitTo: { mode: 'original' }, font: { loadSystemFonts: false }, logLevel: 'off' }).render().pixels;
-    const rgb = Buffer.allocUnsafe(CARD_WIDTH * CARD_HEIGHT * 3);
-    for (let i = 0, j = 0; i < rgba.length; i += 4, j += 3) {
-      rgb[j] = rgba[i]!;
-      rgb[j + 1] = rgba[i + 1]!;
-      rgb[j + 2] = rgba[i + 2]!;
-    }
-    return rgb;
-  })();
-  return backgroundPixels;
+/**
+ * plateOf returns the plate of a service (background and footer) as RGB pixels, drawn once per
+ * process: resvg spends about 0.1 s on the background's gradients, and the footer's text is a
+ * quarter of a card's SVG.
+ */
+function plateOf(appName: string): Promise<Buffer> {
+  let plate = plates.get(appName);
+  if (plate === undefined) {
+    if (plates.size >= MAX_PLATES) plates.delete(plates.keys().next().value!);
+    plate = (async () => {
+      const svg = await satori(plateNode(appName), { width: CARD_WIDTH, height: CARD_HEIGHT, fonts: cardFonts(textScripts(appName).faces) });
+      const rgba = new Resvg(svg, RESVG_OPTIONS).render().pixels;
+      // The plate is opaque: its alpha is 255 everywhere and is left out.
+      const rgb = Buffer.allocUnsafe(CARD_WIDTH * CARD_HEIGHT * 3);
+      for (let i = 0, j = 0; i < rgba.length; i += 4, j += 3) {
+        rgb[j] = rgba[i]!;
+        rgb[j + 1] = rgba[i + 1]!;
+        rgb[j + 2] = rgba[i + 2]!;
+      }
+      return rgb;
+    })();
+    plate.catch(() => plates.delete(appName));
+    plates.set(appName, plate);
+  }
+  return plate;
 }
 
 /**
- * over lays premultiplied RGBA pixels (resvg's) over opaque RGB ones: out = front + back × (1 − α).
- * Most of a card is background, where the front is fully transparent.
+ * overPlate copies the opaque RGB plate into `out` and lays the text area's premultiplied RGBA pixels
+ * (resvg's) over it at TEXT_AREA: out = front + plate × (1 − α). Most of the area is transparent.
  */
-function over(back: Buffer, front: Uint8Array): Buffer {
-  const out = Buffer.from(back);
-  for (let i = 0, j = 0; i < front.length; i += 4, j += 3) {
-    const alpha = front[i + 3]!;
-    if (alpha === 0) continue;
-    const keep = 255 - alpha;
-    out[j] = front[i]! + Math.round((back[j]! * keep) / 255);
-    out[j + 1] = front[i + 1]! + Math.round((back[j + 1]! * keep) / 255);
-    out[j + 2] = front[i + 2]! + Math.round((back[j + 2]! * keep) / 255);
+function overPlate(plate: Buffer, front: Uint8Array, out: Buffer): Buffer {
+  plate.copy(out);
+  const { left, top, width, height } = TEXT_AREA;
+  for (let y = 0, i = 0; y < height; y++) {
+    for (let x = 0, j = ((top + y) * CARD_WIDTH + left) * 3; x < width; x++, i += 4, j += 3) {
+      const alpha = front[i + 3]!;
+      if (alpha === 0) continue;
+      const keep = 255 - alpha;
+      out[j] = front[i]! + Math.round((plate[j]! * keep) / 255);
+      out[j + 1] = front[i + 1]! + Math.round((plate[j + 1]! * keep) / 255);
+      out[j + 2] = front[i + 2]! + Math.round((plate[j + 2]! * keep) / 255);
+    }
   }
   return out;
 }
