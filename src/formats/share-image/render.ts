@@ -111,8 +111,9 @@ export async function renderShareImage(input: ShareCardInput, options: RenderOpt
 /**
  * The card's pixels are composed in a buffer of 2.2 MB that the next render reuses: a new one for
  * each card was a new mapping of memory (the allocator maps blocks this large, see
- * docs/deployment.md), and its first writes page faults, 6–10 ms of a render. Renders that overlap
- * (tests; a worker draws one card at a time) take a new buffer.
+ * docs/deployment.md) whose first writes page faulted: a warm render in a worker took 39–41 ms so,
+ * and 23–29 ms reusing one (docs/performance.md, "Share images"). Renders that overlap
+ * (tests; a worker draws one card at a time) take a new buffer each.
  */
 let spareCanvas: Buffer | null = null;
 
