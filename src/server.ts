@@ -93,8 +93,12 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   // Request and response schemas compile on first use; the rest in the background (schemas/compile-later.ts),
   // from a second after listening: begun at once, the first of them (Ajv's meta-schema, about 100 ms on a
   // slow host) kept the first requests waiting (docs/performance.md, "Start").
+  // Then the API document and its reference, which are made after the start too (plugins/docs.ts).
   setTimeout(() => {
-    compilePendingSchemas().catch((error: unknown) => app.log.error({ err: error }, 'a schema does not compile'));
+    compilePendingSchemas()
+      .catch((error: unknown) => app.log.error({ err: error }, 'a schema does not compile'))
+      .then(() => app.prepareDocs())
+      .catch((error: unknown) => app.log.error({ err: error }, 'the API document could not be made'));
   }, PENDING_SCHEMAS_DELAY_MS).unref();
   return app;
 }

@@ -9,12 +9,18 @@
  * admin API (applied by plugins/admin-auth.ts), and the OData interface, whose routes parse their own
  * query language and are described in schemas/odata.ts. The `servers` entry is the service's base
  * URL: BASE_URL, or the address the document was requested at.
+ *
+ * Both are made after the start, not during it: the Swagger plugins (and the `yaml` package they
+ * load) were a sixth of the time to the first answer (docs/performance.md, "Start"). At start this
+ * plugin only collects the routes as Fastify declares them; a second Fastify instance, never
+ * listening, declares the same routes and serves both, and `/docs` forwards to it. The server builds
+ * it in the background once it listens (`prepareDocs`, a step at a time); otherwise (tests, tools)
+ * the first request for the document or the reference does.
  */
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { baseUrlOf } from './links.ts';
+import { notFound } from './problem.ts';
 import { PROBLEM_SCHEMA_ID } from '../schemas/api.ts';
 import { ODATA_COMPONENTS, ODATA_PATHS } from '../schemas/odata.ts';
 import { BEARER_SCHEME } from './admin-auth.ts';
@@ -64,81 +70,219 @@ function withCommonAnswers(pathItem: Json): void {
   }
 }
 
-/** documentFor is the document as served to `request`: with its `servers` entry. */
-function documentFor(document: Json, request: FastifyRequest): Json {
-  return { ...document, servers: [{ url: baseUrlOf(request), description: 'This service' }] };
+/** documentFor is the document as served at `baseUrl`: with its `servers` entry. */
+function documentFor(document: Json, baseUrl: string): Json {
+  return { ...document, servers: [{ url: baseUrl, description: 'This service' }] };
+}
+
+/**
+ * The base URL of the request a forwarded one stands for, computed by this process from the real
+ * request (its Host, and the proxy's headers as TRUST_PROXY allows). The reference's instance is
+ * reached only through the forwarding below, which always sets it.
+ */
+const BASE_URL_HEADER = 'x-nonsense-base-url';
+
+/**
+ * Request headers passed on to the reference's instance: the validators its static files answer 304
+ * to. Not Range: a range is answered with the whole file, as HTTP allows.
+ */
+const FORWARDED_REQUEST_HEADERS = ['if-none-match', 'if-modified-since'];
+
+/** Answer headers not passed back: the connection's own, and the length, which is set anew. */
+const UNFORWARDED_ANSWER_HEADERS: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date', 'content-length']);
+
+/**
+ * The reference's static files (Swagger UI's scripts and styles, 2.6 MB in all, the same for the
+ * life of the process) are kept once read, and every answer sends the same bytes: a forwarded answer
+ * is read whole, so without this each request for the 1.7 MB script would hold a copy of its own
+ * until a slow client had read it. Only what the instance answers 200 is kept, within this budget.
+ */
+const STATIC_PREFIX = '/docs/static/';
+const STATIC_CACHE_BYTES = 8 * 1024 * 1024;
+
+interface ForwardedAnswer {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+}
+
+/** swaggerOptions describes the service to @fastify/swagger: its info, tags, schemes and the transforms above. */
+function swaggerOptions(appName: string) {
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: appName,
+        version: '1.0.0',
+        description:
+          'A read-mostly service over a database of short text entries. Every error of `/api/v1` is ' +
+          '`application/problem+json` (RFC 9457); the OData interface answers errors in the OData format. ' +
+          'Times are integer Unix seconds. The admin API needs `Authorization: Bearer <token>` ' +
+          '(create a token with `nonsense token create <label>`).',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      tags: [
+        { name: 'entries', description: 'Random entry, entry by UUID, its share image, status, the export and the galaxy' },
+        { name: 'reference', description: 'Custom emojis and variables' },
+        { name: 'reports', description: 'Reporting an entry to the moderators' },
+        { name: 'admin', description: 'Writing: entries, variables, emojis and the report queue (bearer token)' },
+        { name: 'odata', description: 'The read-only OData v2 interface for spreadsheet and BI tools (experimental)' },
+        { name: 'operations', description: 'Health and readiness' },
+      ],
+      components: {
+        securitySchemes: {
+          [BEARER_SCHEME]: {
+            type: 'http' as const,
+            scheme: 'bearer',
+            description: 'An admin token, created with `nonsense token create <label>` and shown once.',
+          },
+        },
+      },
+    },
+    // Shared schemas keep their own names in `components.schemas` (Problem, not def-0).
+    refResolver: { buildLocalReference: (json: Json, _baseUri: unknown, _fragment: unknown, i: number) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transform: ({ schema, url, route }: { schema?: Json & { hide?: boolean }; url: string; route: { method: string | string[] } }) => {
+      if (schema === undefined || schema.hide) return { schema, url };
+      const method = ([] as string[]).concat(route.method).find((m) => m !== 'HEAD') ?? 'GET';
+      return { schema: { operationId: operationIdOf(method, url), ...schema }, url };
+    },
+    transformObject: (documents: { openapiObject?: unknown; swaggerObject?: unknown }) => {
+      const document = ('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Json;
+      const paths = { ...(document.paths as Json), ...ODATA_PATHS } as Record<string, Json>;
+      for (const pathItem of Object.values(paths)) withCommonAnswers(pathItem);
+      const components = document.components as Json;
+      return {
+        ...document,
+        // Public by default: only the admin operations name the bearer scheme (plugins/admin-auth.ts).
+        security: [],
+        paths,
+        components: {
+          ...components,
+          schemas: { ...(components.schemas as Json), ...ODATA_COMPONENTS.schemas },
+          responses: { ...COMMON_RESPONSES, ...ODATA_COMPONENTS.responses },
+        },
+      };
+    },
+  };
+}
+
+/**
+ * describe builds the instance that describes `app`: the Swagger plugins, and `routes` declared
+ * again with their schemas (never called, so nothing is compiled for them).
+ */
+async function describe(app: FastifyInstance, routes: readonly RouteOptions[]): Promise<FastifyInstance> {
+  // One step at a time, the event loop's other work in between: loading the Swagger packages (and
+  // `yaml`) is the largest step, declaring the routes and writing the document the others.
+  const { default: Fastify } = await import('fastify');
+  await yieldToLoop();
+  const { default: swagger } = await import('@fastify/swagger');
+  await yieldToLoop();
+  const { default: swaggerUi } = await import('@fastify/swagger-ui');
+  await yieldToLoop();
+  const docs = Fastify();
+  docs.setValidatorCompiler(() => () => true);
+  docs.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  for (const schema of Object.values(app.getSchemas() as Record<string, Json>)) docs.addSchema(schema);
+  await docs.register(swagger, swaggerOptions(app.config.appName) as never);
+  // Everything the page needs is served from here. Its answers are shown with inline style
+  // attributes (syntax highlighting); "Try it out" calls this origin, or BASE_URL's.
+  const connect = app.config.baseUrl === null ? "'self'" : `'self' ${new URL(app.config.baseUrl).origin}`;
+  await docs.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { validatorUrl: null, docExpansion: 'list', deepLinking: true, persistAuthorization: false },
+    staticCSP:
+      "default-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'; object-src 'none'; " +
+      `font-src 'self' data:; img-src 'self' data:; script-src 'self'; script-src-attr 'none'; style-src 'self' 'unsafe-inline'; connect-src ${connect}`,
+    transformSpecification: (document, request) => documentFor(document as Json, String(request.headers[BASE_URL_HEADER])),
+  });
+  for (const [i, route] of routes.entries()) {
+    if (i % 25 === 24) await yieldToLoop();
+    const { method, url, schema, config, constraints } = route;
+    const links = (route as { links?: unknown }).links;
+    docs.route({ method, url, ...(schema === undefined ? {} : { schema }), ...(config === undefined ? {} : { config }), ...(constraints === undefined ? {} : { constraints }), ...(links === undefined ? {} : { links }), handler: () => undefined } as RouteOptions);
+  }
+  await docs.ready();
+  await yieldToLoop();
+  // The document is written once, here, rather than by the first request for it.
+  docs.swagger();
+  return docs;
+}
+
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * prepareDocs builds the document and the reference ahead of their first request, a step at a
+     * time (the server calls it once it listens and the schemas left have compiled).
+     */
+    prepareDocs(): Promise<void>;
+  }
 }
 
 export default fp(
   async function docsPlugin(app: FastifyInstance) {
-    await app.register(swagger, {
-      openapi: {
-        openapi: '3.1.0',
-        info: {
-          title: app.config.appName,
-          version: '1.0.0',
-          description:
-            'A read-mostly service over a database of short text entries. Every error of `/api/v1` is ' +
-            '`application/problem+json` (RFC 9457); the OData interface answers errors in the OData format. ' +
-            'Times are integer Unix seconds. The admin API needs `Authorization: Bearer <token>` ' +
-            '(create a token with `nonsense token create <label>`).',
-          license: { name: 'MIT', identifier: 'MIT' },
-        },
-        tags: [
-          { name: 'entries', description: 'Random entry, entry by UUID, its share image, status, the export and the galaxy' },
-          { name: 'reference', description: 'Custom emojis and variables' },
-          { name: 'reports', description: 'Reporting an entry to the moderators' },
-          { name: 'admin', description: 'Writing: entries, variables, emojis and the report queue (bearer token)' },
-          { name: 'odata', description: 'The read-only OData v2 interface for spreadsheet and BI tools (experimental)' },
-          { name: 'operations', description: 'Health and readiness' },
-        ],
-        components: {
-          securitySchemes: {
-            [BEARER_SCHEME]: {
-              type: 'http',
-              scheme: 'bearer',
-              description: 'An admin token, created with `nonsense token create <label>` and shown once.',
-            },
-          },
-        },
-      },
-      // Shared schemas keep their own names in `components.schemas` (Problem, not def-0).
-      refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-      transform: ({ schema, url, route }) => {
-        if (schema === undefined || schema.hide) return { schema, url };
-        const method = ([] as string[]).concat(route.method).find((m) => m !== 'HEAD') ?? 'GET';
-        return { schema: { operationId: operationIdOf(method, url), ...schema }, url };
-      },
-      transformObject: (documents) => {
-        const document = ('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Json;
-        const paths = { ...(document.paths as Json), ...ODATA_PATHS } as Record<string, Json>;
-        for (const pathItem of Object.values(paths)) withCommonAnswers(pathItem);
-        const components = document.components as Json;
-        return {
-          ...document,
-          // Public by default: only the admin operations name the bearer scheme (plugins/admin-auth.ts).
-          security: [],
-          paths,
-          components: {
-            ...components,
-            schemas: { ...(components.schemas as Json), ...ODATA_COMPONENTS.schemas },
-            responses: { ...COMMON_RESPONSES, ...ODATA_COMPONENTS.responses },
-          },
-        };
-      },
+    // Every route declared from here on, as @fastify/swagger would collect it: not its HEAD twins,
+    // which the document leaves out, nor the hidden ones (this plugin's own among them).
+    const routes: RouteOptions[] = [];
+    app.addHook('onRoute', (route) => {
+      if (route.method !== 'HEAD' && !(route.schema as { hide?: boolean } | undefined)?.hide) routes.push(route);
     });
-    // Everything the page needs is served from here. Its answers are shown with inline style
-    // attributes (syntax highlighting); "Try it out" calls this origin, or BASE_URL's.
-    const connect = app.config.baseUrl === null ? "'self'" : `'self' ${new URL(app.config.baseUrl).origin}`;
-    await app.register(swaggerUi, {
-      routePrefix: '/docs',
-      uiConfig: { validatorUrl: null, docExpansion: 'list', deepLinking: true, persistAuthorization: false },
-      staticCSP:
-        "default-src 'self'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'; object-src 'none'; " +
-        `font-src 'self' data:; img-src 'self' data:; script-src 'self'; script-src-attr 'none'; style-src 'self' 'unsafe-inline'; connect-src ${connect}`,
-      transformSpecification: (document, request) => documentFor(document as Json, request),
+    let described: Promise<FastifyInstance> | null = null;
+    const docs = (): Promise<FastifyInstance> => {
+      described ??= describe(app, routes).catch((error: unknown) => {
+        described = null;
+        throw error;
+      });
+      return described;
+    };
+    app.decorate('prepareDocs', async () => {
+      await docs();
     });
-    app.get('/openapi.json', { schema: { hide: true } }, async (request) => documentFor(app.swagger() as unknown as Json, request));
+    app.addHook('onClose', async () => {
+      if (described !== null) await (await described.catch(() => null))?.close();
+    });
+
+    app.get('/openapi.json', { schema: { hide: true } }, async (request) => documentFor((await docs()).swagger() as unknown as Json, baseUrlOf(request)));
+
+    const staticFiles = new Map<string, ForwardedAnswer>();
+    let staticBytes = 0;
+
+    /** ask has the reference's instance answer a GET of `url`, with the request headers `headers`. */
+    const ask = async (url: string, headers: Record<string, string>): Promise<ForwardedAnswer> => {
+      const answer = await (await docs()).inject({ method: 'GET', url, headers });
+      const kept: Record<string, string | string[]> = {};
+      for (const [name, value] of Object.entries(answer.headers)) {
+        if (value !== undefined && !UNFORWARDED_ANSWER_HEADERS.has(name)) kept[name] = typeof value === 'number' ? String(value) : value;
+      }
+      return { status: answer.statusCode, headers: kept, body: answer.rawPayload };
+    };
+
+    /** forward answers a request for the reference as its instance answers it. */
+    const forward = async (request: FastifyRequest, reply: FastifyReply) => {
+      const headers: Record<string, string> = { [BASE_URL_HEADER]: baseUrlOf(request) };
+      for (const name of FORWARDED_REQUEST_HEADERS) {
+        const value = request.headers[name];
+        if (typeof value === 'string') headers[name] = value;
+      }
+      const path = request.url.split('?', 1)[0]!;
+      const cacheable = path.startsWith(STATIC_PREFIX) && Object.keys(headers).length === 1;
+      let answer = cacheable ? staticFiles.get(path) : undefined;
+      if (answer === undefined) {
+        answer = await ask(request.url, headers);
+        if (cacheable && answer.status === 200 && staticBytes + answer.body.length <= STATIC_CACHE_BYTES) {
+          staticFiles.set(path, answer);
+          staticBytes += answer.body.length;
+        }
+      }
+      // A 404 of Fastify's own format there is one of this process's here (and no path is echoed).
+      if (answer.status === 404) throw notFound('The API reference has no such page or file; it starts at /docs.');
+      reply.headers(answer.headers);
+      // An empty answer (a redirect, a 304) stays without a body, and so without a Content-Type.
+      return reply.code(answer.status).send(answer.body.length === 0 ? undefined : answer.body);
+    };
+    app.get('/docs', { schema: { hide: true } }, forward);
+    app.get('/docs/*', { schema: { hide: true } }, forward);
   },
   { name: 'docs', dependencies: [] },
 );

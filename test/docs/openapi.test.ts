@@ -96,3 +96,45 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(doc.paths).filter((url) => url.includes('*'))).toEqual([]);
   });
 });
+
+describe('the reference at /docs, built on first use', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('serves the page and its files, with their validators, from the instance built on first use', async () => {
+    const page = await t.app.inject('/docs/');
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/^text\/html/);
+    expect(page.headers['content-security-policy']).toContain("frame-ancestors 'self'");
+    expect(page.headers['access-control-allow-origin']).toBe('*');
+    const css = await t.app.inject('/docs/static/swagger-ui.css');
+    expect(css.statusCode).toBe(200);
+    expect(css.headers['content-type']).toMatch(/^text\/css/);
+    expect(Number(css.headers['content-length'])).toBe(css.rawPayload.length);
+    // Kept once read: the same bytes again, and a 304 (with no body and no type) for its validator.
+    expect((await t.app.inject('/docs/static/swagger-ui.css')).rawPayload.equals(css.rawPayload)).toBe(true);
+    const again = await t.app.inject({ url: '/docs/static/swagger-ui.css', headers: { 'if-none-match': String(css.headers.etag) } });
+    expect(again.statusCode).toBe(304);
+    expect(again.rawPayload.length).toBe(0);
+    expect(again.headers['content-type']).toBeUndefined();
+    const head = await t.app.inject({ method: 'HEAD', url: '/docs/static/swagger-ui.css' });
+    expect([head.statusCode, head.headers['content-length'], head.rawPayload.length]).toEqual([200, css.headers['content-length'], 0]);
+  });
+
+  it('answers what the reference lacks with a problem+json 404, without echoing the path', async () => {
+    for (const url of ['/docs/nope', '/docs/static/nope.js', '/docs/static/%3Cscript%3E']) {
+      const res = await t.app.inject(url);
+      expect([url, res.statusCode, res.headers['content-type']]).toEqual([url, 404, 'application/problem+json; charset=utf-8']);
+      expect(res.body).not.toContain('nope');
+      expect(res.body).not.toContain('script');
+    }
+  });
+
+  it('names the server from the real request, whatever a client sends in the header the forwarding uses', async () => {
+    const res = await t.app.inject({ url: '/docs/json', headers: { host: 'nonsense.test:8080', 'x-nonsense-base-url': 'https://evil.example' } });
+    expect(res.json().servers).toEqual([{ url: 'http://nonsense.test:8080', description: 'This service' }]);
+  });
+});
