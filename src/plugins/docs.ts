@@ -95,10 +95,20 @@ const UNFORWARDED_ANSWER_HEADERS: ReadonlySet<string> = new Set(['connection', '
  * The reference's static files (Swagger UI's scripts and styles, 2.6 MB in all, the same for the
  * life of the process) are kept once read, and every answer sends the same bytes: a forwarded answer
  * is read whole, so without this each request for the 1.7 MB script would hold a copy of its own
- * until a slow client had read it. Only what the instance answers 200 is kept, within this budget.
+ * until a slow client had read it. A file is kept once by its ETag, however its path is spelled
+ * (`%2D` for `-`, say), within a budget of bytes; the paths that lead to kept files, up to a number.
  */
 const STATIC_PREFIX = '/docs/static/';
 const STATIC_CACHE_BYTES = 8 * 1024 * 1024;
+const STATIC_PATHS = 256;
+
+/**
+ * Answers read from the reference's instance at once; more requests wait for a turn. Each holds a
+ * whole answer while it is read (up to the 1.7 MB script, twice over): without a bound, 200
+ * concurrent requests for paths not yet kept (each spelling of a path is one) took the process to
+ * 969 MB.
+ */
+const ASKS_AT_ONCE = 2;
 
 interface ForwardedAnswer {
   status: number;
@@ -245,17 +255,49 @@ export default fp(
 
     app.get('/openapi.json', { schema: { hide: true } }, async (request) => documentFor((await docs()).swagger() as unknown as Json, baseUrlOf(request)));
 
-    const staticFiles = new Map<string, ForwardedAnswer>();
+    const filesByTag = new Map<string, ForwardedAnswer>();
+    const filesByPath = new Map<string, ForwardedAnswer>();
     let staticBytes = 0;
 
-    /** ask has the reference's instance answer a GET of `url`, with the request headers `headers`. */
-    const ask = async (url: string, headers: Record<string, string>): Promise<ForwardedAnswer> => {
-      const answer = await (await docs()).inject({ method: 'GET', url, headers });
-      const kept: Record<string, string | string[]> = {};
-      for (const [name, value] of Object.entries(answer.headers)) {
-        if (value !== undefined && !UNFORWARDED_ANSWER_HEADERS.has(name)) kept[name] = typeof value === 'number' ? String(value) : value;
+    /** keep returns the kept answer with the same ETag as `answer` (keeping it when there is room), or `answer`. */
+    const keep = (path: string, answer: ForwardedAnswer): ForwardedAnswer => {
+      const tag = answer.headers.etag;
+      if (answer.status !== 200 || typeof tag !== 'string') return answer;
+      let kept = filesByTag.get(tag);
+      if (kept === undefined && staticBytes + answer.body.length <= STATIC_CACHE_BYTES) {
+        filesByTag.set(tag, answer);
+        staticBytes += answer.body.length;
+        kept = answer;
       }
-      return { status: answer.statusCode, headers: kept, body: answer.rawPayload };
+      if (kept !== undefined && filesByPath.size < STATIC_PATHS) filesByPath.set(path, kept);
+      return kept ?? answer;
+    };
+
+    let asking = 0;
+    const turns: (() => void)[] = [];
+
+    /**
+     * ask has the reference's instance answer a GET of `url`, with the request headers `headers`, in
+     * turn; unless, once its turn has come, `kept` has the answer (read meanwhile by another).
+     */
+    const ask = async (url: string, headers: Record<string, string>, kept: () => ForwardedAnswer | undefined): Promise<ForwardedAnswer> => {
+      // A turn is taken, or handed over by the ask that ends: `asking` counts the asks running.
+      if (asking < ASKS_AT_ONCE) asking++;
+      else await new Promise<void>((resolve) => turns.push(resolve));
+      try {
+        const known = kept();
+        if (known !== undefined) return known;
+        const answer = await (await docs()).inject({ method: 'GET', url, headers });
+        const passed: Record<string, string | string[]> = {};
+        for (const [name, value] of Object.entries(answer.headers)) {
+          if (value !== undefined && !UNFORWARDED_ANSWER_HEADERS.has(name)) passed[name] = typeof value === 'number' ? String(value) : value;
+        }
+        return { status: answer.statusCode, headers: passed, body: answer.rawPayload };
+      } finally {
+        const next = turns.shift();
+        if (next === undefined) asking--;
+        else next();
+      }
     };
 
     /** forward answers a request for the reference as its instance answers it. */
@@ -267,13 +309,11 @@ export default fp(
       }
       const path = request.url.split('?', 1)[0]!;
       const cacheable = path.startsWith(STATIC_PREFIX) && Object.keys(headers).length === 1;
-      let answer = cacheable ? staticFiles.get(path) : undefined;
+      const kept = () => (cacheable ? filesByPath.get(path) : undefined);
+      let answer = kept();
       if (answer === undefined) {
-        answer = await ask(request.url, headers);
-        if (cacheable && answer.status === 200 && staticBytes + answer.body.length <= STATIC_CACHE_BYTES) {
-          staticFiles.set(path, answer);
-          staticBytes += answer.body.length;
-        }
+        answer = await ask(request.url, headers, kept);
+        if (cacheable) answer = keep(path, answer);
       }
       // A 404 of Fastify's own format there is one of this process's here (and no path is echoed).
       if (answer.status === 404) throw notFound('The API reference has no such page or file; it starts at /docs.');

@@ -114,14 +114,24 @@ describe('the reference at /docs, built on first use', () => {
     expect(css.statusCode).toBe(200);
     expect(css.headers['content-type']).toMatch(/^text\/css/);
     expect(Number(css.headers['content-length'])).toBe(css.rawPayload.length);
-    // Kept once read: the same bytes again, and a 304 (with no body and no type) for its validator.
+    // Kept once read: the same bytes again, however the path is spelled, and a 304 (with no body and
+    // no type) for its validator.
     expect((await t.app.inject('/docs/static/swagger-ui.css')).rawPayload.equals(css.rawPayload)).toBe(true);
+    expect((await t.app.inject('/docs/static/swagger%2Dui.css?v=2')).rawPayload.equals(css.rawPayload)).toBe(true);
     const again = await t.app.inject({ url: '/docs/static/swagger-ui.css', headers: { 'if-none-match': String(css.headers.etag) } });
     expect(again.statusCode).toBe(304);
     expect(again.rawPayload.length).toBe(0);
     expect(again.headers['content-type']).toBeUndefined();
     const head = await t.app.inject({ method: 'HEAD', url: '/docs/static/swagger-ui.css' });
     expect([head.statusCode, head.headers['content-length'], head.rawPayload.length]).toEqual([200, css.headers['content-length'], 0]);
+  });
+
+  it('answers many requests at once, each spelling of a path in turn, all with the whole file', async () => {
+    const script = (await t.app.inject('/docs/static/swagger-ui.js')).rawPayload;
+    // Letters written as %xx in a different pattern each time: twelve paths for one file.
+    const spell = (n: number) => [...'swagger-ui.js'].map((c, i) => ((n >> i) & 1 && /[a-z]/.test(c) ? `%${c.charCodeAt(0).toString(16)}` : c)).join('');
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, n) => t.app.inject(`/docs/static/${spell(n + 1)}`)));
+    for (const answer of answers) expect([answer.statusCode, answer.rawPayload.equals(script)]).toEqual([200, true]);
   });
 
   it('answers what the reference lacks with a problem+json 404, without echoing the path', async () => {
