@@ -17,6 +17,7 @@
  * it in the background once it listens (`prepareDocs`, a step at a time); otherwise (tests, tools)
  * the first request for the document or the reference does.
  */
+import { setImmediate as giveWay } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { baseUrlOf } from './links.ts';
@@ -184,11 +185,11 @@ async function describe(app: FastifyInstance, routes: readonly RouteOptions[]): 
   // One step at a time, the event loop's other work in between: loading the Swagger packages (and
   // `yaml`) is the largest step, declaring the routes and writing the document the others.
   const { default: Fastify } = await import('fastify');
-  await yieldToLoop();
+  await giveWay();
   const { default: swagger } = await import('@fastify/swagger');
-  await yieldToLoop();
+  await giveWay();
   const { default: swaggerUi } = await import('@fastify/swagger-ui');
-  await yieldToLoop();
+  await giveWay();
   const docs = Fastify();
   docs.setValidatorCompiler(() => () => true);
   docs.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -206,19 +207,17 @@ async function describe(app: FastifyInstance, routes: readonly RouteOptions[]): 
     transformSpecification: (document, request) => documentFor(document as Json, String(request.headers[BASE_URL_HEADER])),
   });
   for (const [i, route] of routes.entries()) {
-    if (i % 25 === 24) await yieldToLoop();
+    if (i % 25 === 24) await giveWay();
     const { method, url, schema, config, constraints } = route;
     const links = (route as { links?: unknown }).links;
     docs.route({ method, url, ...(schema === undefined ? {} : { schema }), ...(config === undefined ? {} : { config }), ...(constraints === undefined ? {} : { constraints }), ...(links === undefined ? {} : { links }), handler: () => undefined } as RouteOptions);
   }
   await docs.ready();
-  await yieldToLoop();
+  await giveWay();
   // The document is written once, here, rather than by the first request for it.
   docs.swagger();
   return docs;
 }
-
-const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -303,12 +302,17 @@ export default fp(
     /** forward answers a request for the reference as its instance answers it. */
     const forward = async (request: FastifyRequest, reply: FastifyReply) => {
       const headers: Record<string, string> = { [BASE_URL_HEADER]: baseUrlOf(request) };
+      let conditional = false;
       for (const name of FORWARDED_REQUEST_HEADERS) {
         const value = request.headers[name];
-        if (typeof value === 'string') headers[name] = value;
+        if (typeof value === 'string') {
+          headers[name] = value;
+          conditional = true;
+        }
       }
       const path = request.url.split('?', 1)[0]!;
-      const cacheable = path.startsWith(STATIC_PREFIX) && Object.keys(headers).length === 1;
+      // A conditional request is answered by the instance (a 304, as a rule); a plain one may be kept.
+      const cacheable = path.startsWith(STATIC_PREFIX) && !conditional;
       const kept = () => (cacheable ? filesByPath.get(path) : undefined);
       let answer = kept();
       if (answer === undefined) {

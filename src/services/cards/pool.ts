@@ -25,8 +25,8 @@ const IDLE_TIMEOUT_MS = 120_000;
 const WORKER_MAX_HEAP_MB = 256;
 /**
  * The worker's young generation, set with the heap limit: given only the old generation's limit, V8
- * sized the young one so that a warm render took 56–59 ms against 35–45 ms with this (or no limit at
- * all), at the same number of collections (docs/performance.md, "Share cards"); it also halves the
+ * sized the young one so that a warm render took 56–59 ms against 31–45 ms with this (or no limit at
+ * all), at the same number of collections (docs/performance.md, "Share images"); it also halves the
  * worker's heap (32 against 57 MB).
  */
 const WORKER_YOUNG_GENERATION_MB = 12;
