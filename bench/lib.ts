@@ -209,4 +209,9 @@ export function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * tick;
 }
 
-export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** median is the middle value, or the mean of the two middle values of an even count. */
+export function median(xs: number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
