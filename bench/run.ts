@@ -10,7 +10,7 @@
  * each, in the order service-bare, then bare-service (ABBA), so that a drift of the machine's speed
  * hits both alike. The ratio is the median of the pairs' own ratios: on a shared host whose speed
  * changes by half within seconds, comparing each slice with its neighbour in time is what cancels it
- * (docs/performance.md, "How much a run can tell"). The ratio of the two medians is printed beside it.
+ * (docs/performance.md, "Read API"). The ratio of the two medians is printed beside it.
  * BENCH_CONTROL=1 puts a second copy of the bare server in the service's place: the method's own
  * spread, which should centre on 1.00.
  *
