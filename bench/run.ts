@@ -79,7 +79,7 @@ try {
       // The server measured against the bare one: the service, or under BENCH_CONTROL a copy of the bare server.
       control = CONTROL ? await startBare(typical, CONTROL_PORT) : undefined;
       const own = control === undefined ? { url: service.url, pid: service.pid } : { url: `http://127.0.0.1:${CONTROL_PORT}`, pid: control.pid! };
-      const bareUrl = `http://127.0.0.1:${BARE_PORT}`;
+      const bareServer = { url: `http://127.0.0.1:${BARE_PORT}`, pid: bare.pid! };
       const targets = [
         { key: 'random', name: 'GET /api/v1/nonsense/random', path: '/api/v1/nonsense/random', paths: undefined },
         { key: 'uuid', name: 'GET /api/v1/nonsense/<uuid>', path: '', paths: byUuidPaths },
@@ -95,12 +95,12 @@ try {
         // first seconds of it (the first 5 s ran 10-20 % slower than the next on this host).
         if (WARMUP > 0) {
           await slice(own, WARMUP);
-          await slice({ url: bareUrl, pid: bare.pid! }, WARMUP);
+          await slice(bareServer, WARMUP);
         }
         for (let round = 0; round < ROUNDS; round++) {
           const serviceFirst = round % 2 === 0;
-          const first = await slice(serviceFirst ? own : { url: bareUrl, pid: bare.pid! });
-          const second = await slice(serviceFirst ? { url: bareUrl, pid: bare.pid! } : own);
+          const first = await slice(serviceFirst ? own : bareServer);
+          const second = await slice(serviceFirst ? bareServer : own);
           const [s, b] = serviceFirst ? [first, second] : [second, first];
           serviceRounds.push(s);
           bareRounds.push(b);
