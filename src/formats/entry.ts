@@ -23,15 +23,22 @@ export function deliverEntry(entry: EntryRecord, variables: ServerVariables, pic
 /** The media type of an entry's JSON. */
 export const ENTRY_JSON_TYPE = 'application/json; charset=utf-8';
 
+const ASCII = /^[\x00-\x7f]*$/;
+
 /**
  * EntryJsonTemplate is the JSON of an entry whose text has server variables: the text between them
  * prepared, and at each variable its values, JSON-escaped, to pick from per response.
  */
 export class EntryJsonTemplate {
+  /** Whether every part is ASCII, so that a rendering's length in bytes is its length in characters. */
+  readonly ascii: boolean;
+
   constructor(
     /** Alternating JSON text and escaped value lists, starting and ending with JSON text. */
     readonly parts: readonly (string | readonly string[])[],
-  ) {}
+  ) {
+    this.ascii = parts.every((part) => (typeof part === 'string' ? ASCII.test(part) : part.every((value) => ASCII.test(value))));
+  }
 
   /** render completes the JSON with one value picked for each variable. */
   render(pick: PickIndex = mathRandomPick): string {

@@ -62,6 +62,25 @@ describe('entryJsonEncoder', () => {
     expect(encode({ uuid, text: 'a $ANIMAL$', timestamp: 1 })).toBeInstanceOf(EntryJsonTemplate);
   });
 
+  it('marks a template ASCII when every rendering is, so that its length is its length in bytes', () => {
+    const encode = (text: string) => entryJsonEncoder(variables)({ uuid, text, timestamp: 1 }) as EntryJsonTemplate;
+    expect(encode('The ${colour} sock').ascii).toBe(true);
+    // One of the values is not ASCII, even if a rendering picks another.
+    expect(encode('The $ANIMAL$ sock').ascii).toBe(false);
+    expect(encode('The ${colour} café').ascii).toBe(false);
+    const token = fc.constantFrom('${colour}', '$ANIMAL$', '"', '\\', '\u0000', 'é', '🦆');
+    const text = fc.array(fc.oneof(fc.string({ maxLength: 6 }), token), { minLength: 1, maxLength: 8 }).map((parts) => `\${colour} ${parts.join('')}`);
+    fc.assert(
+      fc.property(text, fc.string({ maxLength: 4 }), (raw, seed) => {
+        const template = encode(raw);
+        const rendered = template.render(seededPick(seed));
+        if (template.ascii) expect(Buffer.byteLength(rendered)).toBe(rendered.length);
+        expect(template.ascii).toBe(/^[\x00-\x7f]*$/.test(JSON.stringify(template.parts)));
+      }),
+      { numRuns: 300, seed: 18 },
+    );
+  });
+
   it('agrees with the serialiser on arbitrary texts', async () => {
     const token = fc.constantFrom('$ANIMAL$', '${colour}', '$FOOD$', '$AUTHOR$', '$NOPE$', '$', '${', '"', '\\', '\n', '\u0000', '🦆');
     const text = fc.array(fc.oneof(fc.string({ maxLength: 8 }), token), { minLength: 1, maxLength: 12 }).map((parts) => parts.join(''));

@@ -140,7 +140,7 @@ describe('the fast lane', () => {
   });
 
   it('answers Latin-1 and wider texts byte for byte, with their length in bytes', async () => {
-    const texts = ['Crème brûlée at the café, ÿ.', 'The 🦆 reads 漢字 aloud, \u{10FFFF}.', 'The $ANIMAL$ 🦆 keeps the café.'];
+    const texts = ['Crème brûlée at the café, ÿ.', 'The 🦆 reads 漢字 aloud, \u{10FFFF}.', 'The $ANIMAL$ 🦆 keeps the café.', 'The $ANIMAL$ keeps the ledger.'];
     const added = texts.map((text, n) => entry(text, 1_700_000_010 + n));
     await t.storage.entries.insertEntries(added);
     for (const [n, { uuid }] of added.entries()) {

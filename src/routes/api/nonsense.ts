@@ -15,7 +15,8 @@ import { watchCache } from '../../metrics/registry.ts';
 import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { notFound } from '../../plugins/problem.ts';
 import { Entry, EntryPathParams, NOT_MODIFIED, problemResponses, Status } from '../../schemas/api.ts';
-import { EntryCache, type PreparedEntry } from '../../storage/entry-cache.ts';
+import { EntryCache, type EntrySnapshot, type PreparedEntry } from '../../storage/entry-cache.ts';
+import type { LaneAnswer } from '../../plugins/fast-lane.ts';
 
 /**
  * entryUuid is the lower-case UUID of the path segment. `.png` has its own route (share-image.ts), so
@@ -35,6 +36,19 @@ const entryBody = (entry: PreparedEntry<EntryJsonTemplate>) => (entry instanceof
 /** sendEntry sends a prepared entry as the JSON response. */
 function sendEntry(reply: FastifyReply, entry: PreparedEntry<EntryJsonTemplate>): void {
   reply.header('content-type', ENTRY_JSON_TYPE).send(entryBody(entry));
+}
+
+/**
+ * laneAnswer is the fast lane's answer with snapshot entry `i`: its JSON, and the JSON's length in
+ * bytes when that needs no pass over it (ASCII, as most entries are).
+ */
+function laneAnswer(snapshot: EntrySnapshot<EntryJsonTemplate>, i: number, headers: readonly string[]): LaneAnswer {
+  const entry = snapshot.at(i);
+  if (entry instanceof EntryJsonTemplate) {
+    const body = entry.render(mathRandomPick);
+    return { status: 200, headers, body, bytes: entry.ascii ? body.length : undefined };
+  }
+  return { status: 200, headers, body: entry, bytes: snapshot.asciiLength(i) };
 }
 
 /** The headers of a random entry in the fast lane, besides the common ones. */
@@ -81,8 +95,7 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.fastLane.get(random, random, () => {
     const snapshot = entryCache.snapshotNow();
     if (snapshot === null || snapshot.count === 0) return undefined;
-    const i = mathRandomPick(snapshot.count);
-    return { status: 200, headers: RANDOM_HEADERS, body: entryBody(snapshot.at(i)), bytes: snapshot.asciiLength(i) };
+    return laneAnswer(snapshot, mathRandomPick(snapshot.count), RANDOM_HEADERS);
   });
   const byUuid = `${app.prefix}/nonsense/`;
   app.fastLane.get(
@@ -96,7 +109,7 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (i === -1) return undefined;
       const { tag, headers, notModifiedHeaders } = taggedOf(snapshot.revision);
       if (request.headers['if-none-match'] !== undefined && fresh(request.headers, { etag: tag })) return { status: 304, headers: notModifiedHeaders, body: '' };
-      return { status: 200, headers, body: entryBody(snapshot.at(i)), bytes: snapshot.asciiLength(i) };
+      return laneAnswer(snapshot, i, headers);
     },
     36,
   );
