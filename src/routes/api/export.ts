@@ -1,5 +1,6 @@
 /** `GET /api/v1/nonsense`: the database (or a filtered part) as CSV, JSON or TXT, streamed. */
 import { createHash } from 'node:crypto';
+import { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { exportSelection } from '../../domain/export-params.ts';
@@ -45,8 +46,11 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let chunks: AsyncIterable<string | Uint8Array> | null = null;
       if (request.method !== 'HEAD') {
         const values = await variables.values();
+        // The pages may travel in shared slots only when they go straight to a socket (not `inject`,
+        // whose response keeps every chunk it is given): services/export/page-slots.ts.
+        const pending = request.raw.socket instanceof Socket ? () => reply.raw.writableLength : undefined;
         chunks = workers
-          ? await workers.open(format, filter, EXPORT_PAGE_SIZE, values)
+          ? await workers.open(format, filter, EXPORT_PAGE_SIZE, values, pending)
           : serializeExport(format, await readAhead(entryQuery.pages(filter, EXPORT_PAGE_SIZE)), values);
       }
       reply

@@ -29,6 +29,7 @@ import type { ServerVariables } from '../../domain/variables.ts';
 import { exportHead, exportSeed, exportTail } from '../../formats/export.ts';
 import { watchExportWorkers } from '../../metrics/registry.ts';
 import type { ListedEntry, SearchPage } from '../../storage/entry-query.ts';
+import { PageSlots } from './page-slots.ts';
 import type { ListTask, PageFailure, PageResult, PageTask, SearchTask } from './page-worker.ts';
 
 // From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself; see page-worker-tsx.mjs.
@@ -117,35 +118,68 @@ export class ExportWorkers {
    * open starts an export: it reads the first page, so that a failure there becomes an error answer
    * before any byte is sent, and returns the whole file, that page included, a page per chunk. The
    * page after next is asked for only once the previous one has been taken (the response's
-   * backpressure); stopping the iteration (a client gone) stops the walk.
+   * backpressure); stopping the iteration (a client gone) stops the walk. With `pending` (the bytes
+   * the response has been given and not sent yet), the pages travel in the export's slots
+   * (page-slots.ts): only for a response written straight to its socket.
    */
-  async open(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables): Promise<AsyncGenerator<Uint8Array>> {
+  async open(format: ExportFormat, filter: EntryFilter, pageSize: number, variables: ServerVariables, pending?: () => number): Promise<AsyncGenerator<Uint8Array>> {
     this.admit();
     const seed = exportSeed();
+    const slots = pending === undefined ? undefined : new PageSlots(pending);
     let page = 0;
-    const task = (after?: PageTask['after']) =>
-      this.run<PageResult>('default', { file: this.file, format, filter, pageSize, variables, seed, page: page++, ...(after ? { after } : {}) } satisfies PageTask);
+    const task = async (after?: PageTask['after']) => {
+      const reserved = slots?.take();
+      const result = await this.run<PageResult>('default', {
+        file: this.file,
+        format,
+        filter,
+        pageSize,
+        variables,
+        seed,
+        page: page++,
+        ...(after ? { after } : {}),
+        ...(reserved ? { slot: reserved.slot } : {}),
+      } satisfies PageTask);
+      return { ...result, slot: reserved?.index };
+    };
+    type Page = Awaited<ReturnType<typeof task>>;
+    /** chunk is a page's chunk of the file, or null for an empty page. */
+    const chunk = ({ bytes, slot }: Page): Uint8Array | null => {
+      if (typeof bytes === 'number') {
+        if (bytes > 0) return slots!.chunk(slot!, bytes);
+        slots!.release(slot!);
+        return null;
+      }
+      if (slot !== undefined) slots!.release(slot);
+      if (bytes.length === 0) return null;
+      return slots === undefined ? bytes : slots.counts(bytes);
+    };
     const first = await task();
+    const empty = typeof first.bytes === 'number' ? first.bytes === 0 : first.bytes.length === 0;
     const encoder = new TextEncoder();
+    const text = (piece: string) => (slots === undefined ? encoder.encode(piece) : slots.counts(encoder.encode(piece)));
     async function* file(): AsyncGenerator<Uint8Array> {
       const head = exportHead(format);
-      if (head !== '') yield encoder.encode(head);
+      if (head !== '') yield text(head);
       // The worker reads the next page while this one is sent: one page ahead, no more.
       let current = first;
       let ahead = current.next === null ? null : task(current.next);
       try {
-        if (current.bytes.length > 0) yield current.bytes;
+        let piece = chunk(current);
+        if (piece !== null) yield piece;
         while (ahead !== null) {
+          // After this await, every chunk yielded before has been written to the response (PageSlots.take).
           current = await ahead;
           ahead = current.next === null ? null : task(current.next);
-          if (current.bytes.length > 0) yield current.bytes;
+          piece = chunk(current);
+          if (piece !== null) yield piece;
         }
       } finally {
         // A client gone mid-file: the page read ahead is dropped, and so is any error it ends with.
         ahead?.catch(() => {});
       }
-      const tail = exportTail(format, first.bytes.length === 0);
-      if (tail !== '') yield encoder.encode(tail);
+      const tail = exportTail(format, empty);
+      if (tail !== '') yield text(tail);
     }
     return file();
   }

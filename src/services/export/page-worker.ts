@@ -26,6 +26,15 @@ export interface PageTask {
   /** The export's seed (formats/export.ts exportSeed) and this page's number, 0 for the first. */
   seed: string;
   page: number;
+  /** Where to write the page's bytes if they fit: a slot of the export's buffer shared with the event loop (PageSlots). */
+  slot?: PageSlot;
+}
+
+/** A slot of a buffer shared between the event loop and the worker. */
+export interface PageSlot {
+  buffer: SharedArrayBuffer;
+  offset: number;
+  size: number;
 }
 
 /** A failure as it crosses the thread: an Error loses its `code` (SQLITE_BUSY: 503) on the way. */
@@ -34,8 +43,11 @@ export interface PageFailure {
 }
 
 export interface PageResult {
-  /** The page as a piece of the file (UTF-8); empty when the walk has ended. */
-  bytes: Uint8Array;
+  /**
+   * The page as a piece of the file (UTF-8), empty when the walk has ended: its bytes, or, when they
+   * were written into the task's slot, how many there are.
+   */
+  bytes: Uint8Array | number;
   /** Where the next page starts, or null when this was the last. */
   next: EntryCursor | null;
 }
@@ -188,6 +200,11 @@ function readPage(task: PageTask): PageResult {
     text = rows.length === 0 ? '' : exportPage(task.format, entries, task.variables, first, pick);
     const last = rows.at(-1);
     if (rows.length === task.pageSize && last !== undefined) next = { timestamp: last[2], uuid: last[0] };
+  }
+  if (task.slot !== undefined) {
+    const { buffer, offset, size } = task.slot;
+    const { read, written } = encoder.encodeInto(text, new Uint8Array(buffer, offset, size));
+    if (read === text.length) return { bytes: written, next };
   }
   // Copied to the main thread (its own buffer, exactly the page): a memcpy, microseconds for a page.
   return { bytes: encoder.encode(text), next };
