@@ -128,7 +128,8 @@ export class ExportWorkers {
     const slots = pending === undefined ? undefined : new PageSlots(pending);
     let page = 0;
     const task = async (after?: PageTask['after']) => {
-      const reserved = slots?.take();
+      // The first page comes on its own: an export of one page needs no slots (page-slots.ts).
+      const reserved = after === undefined ? undefined : slots?.take();
       const result = await this.run<PageResult>('default', {
         file: this.file,
         format,
