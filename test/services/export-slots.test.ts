@@ -76,6 +76,15 @@ describe.runIf(sqlite)('an export over a real socket', () => {
     });
   }
 
+  it('takes no slot for an export of one page', async () => {
+    const take = vi.spyOn(PageSlots.prototype, 'take');
+    const path = '/api/v1/nonsense?format=csv&after=1700300000&before=1700300500';
+    const body = await download(path, false);
+    expect(body.equals((await t.app.inject(path)).rawPayload)).toBe(true);
+    expect(body.toString('utf8').trim().split('\r\n')).toHaveLength(1 + 499);
+    expect(take).not.toHaveBeenCalled();
+  });
+
   for (const format of ['csv', 'json', 'txt'] as const) {
     it(`sends the ${format} file of the path without slots, read fast and slowly`, { timeout: 30_000 }, async () => {
       const chunk = vi.spyOn(PageSlots.prototype, 'chunk');

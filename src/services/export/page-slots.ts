@@ -28,8 +28,8 @@ export class PageSlots {
   /**
    * Made with the first slot taken: an export of one page (most filtered ones) needs none. Each task
    * the worker gets holds the buffer until the worker's next collection, which a stream of small
-   * exports makes rare: a buffer for each of them had the abuse benchmark grow by +121 and +166 MiB
-   * instead of +94.
+   * exports makes rare: with a buffer for every export the abuse benchmark grew by +121 and +166 MiB
+   * (+81 and +94 without slots; +114, +76 and +50 with the buffer made here).
    */
   private buffer: SharedArrayBuffer | undefined;
   /**
