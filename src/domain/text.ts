@@ -65,3 +65,10 @@ function codePointLength(text: string): number {
   }
   return count;
 }
+
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+/** isAscii tells whether a text is all ASCII, so that its length in UTF-8 bytes is its length in characters. */
+export function isAscii(text: string): boolean {
+  return ASCII_ONLY.test(text);
+}

@@ -1,4 +1,5 @@
 /** The public shape of an entry (contract section 1), shared by every JSON output. */
+import { isAscii } from '../domain/text.ts';
 import { mathRandomPick, splitVariables, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
 import type { EntryRecord } from '../storage/entries.ts';
 
@@ -23,8 +24,6 @@ export function deliverEntry(entry: EntryRecord, variables: ServerVariables, pic
 /** The media type of an entry's JSON. */
 export const ENTRY_JSON_TYPE = 'application/json; charset=utf-8';
 
-const ASCII = /^[\x00-\x7f]*$/;
-
 /**
  * EntryJsonTemplate is the JSON of an entry whose text has server variables: the text between them
  * prepared, and at each variable its values, JSON-escaped, to pick from per response.
@@ -37,7 +36,7 @@ export class EntryJsonTemplate {
     /** Alternating JSON text and escaped value lists, starting and ending with JSON text. */
     readonly parts: readonly (string | readonly string[])[],
   ) {
-    this.ascii = parts.every((part) => (typeof part === 'string' ? ASCII.test(part) : part.every((value) => ASCII.test(value))));
+    this.ascii = parts.every((part) => (typeof part === 'string' ? isAscii(part) : part.every(isAscii)));
   }
 
   /** render completes the JSON with one value picked for each variable. */

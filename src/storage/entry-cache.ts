@@ -16,6 +16,7 @@
  * re-read, within a second. Picks from the snapshot are uniform over the visible entries, as the
  * database path's are.
  */
+import { isAscii } from '../domain/text.ts';
 import type { ServerVariables } from '../domain/variables.ts';
 import type { EntryRecord, EntryStore } from './entries.ts';
 import type { RevisionCache } from './revision.ts';
@@ -72,7 +73,6 @@ const TEMPLATED = 0x8000_0000;
  */
 const ASCII = 0x4000_0000;
 const OFFSET = 0x3fff_ffff;
-const ASCII_TEXT = /^[\x00-\x7f]*$/;
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** A character beyond Latin-1: a body holding one is kept with the wide texts. */
 const WIDE = /[^\x00-\xff]/;
@@ -430,7 +430,7 @@ export class EntryCache<T> {
           templated.push(latin.count);
           templateBytes += this.options.templateSize(encoded) + 32;
           latin.add(`{"uuid":"${entry.uuid}`, entry.uuid, TEMPLATED);
-        } else if (ASCII_TEXT.test(encoded)) latin.add(encoded, entry.uuid, ASCII);
+        } else if (isAscii(encoded)) latin.add(encoded, entry.uuid, ASCII);
         else if (WIDE.test(encoded)) wide.add(encoded, entry.uuid, 0);
         else latin.add(encoded, entry.uuid, 0);
       }

@@ -144,6 +144,8 @@ export class ExportWorkers {
       return { ...result, slot: reserved?.index };
     };
     type Page = Awaited<ReturnType<typeof task>>;
+    /** own is a chunk of the file that comes in a buffer of its own, counted when there are slots. */
+    const own = (bytes: Uint8Array) => (slots === undefined ? bytes : slots.counts(bytes));
     /** chunk is a page's chunk of the file, or null for an empty page. */
     const chunk = ({ bytes, slot }: Page): Uint8Array | null => {
       if (typeof bytes === 'number') {
@@ -152,16 +154,14 @@ export class ExportWorkers {
         return null;
       }
       if (slot !== undefined) slots!.release(slot);
-      if (bytes.length === 0) return null;
-      return slots === undefined ? bytes : slots.counts(bytes);
+      return bytes.length === 0 ? null : own(bytes);
     };
     const first = await task();
     const empty = typeof first.bytes === 'number' ? first.bytes === 0 : first.bytes.length === 0;
     const encoder = new TextEncoder();
-    const text = (piece: string) => (slots === undefined ? encoder.encode(piece) : slots.counts(encoder.encode(piece)));
     async function* file(): AsyncGenerator<Uint8Array> {
       const head = exportHead(format);
-      if (head !== '') yield text(head);
+      if (head !== '') yield own(encoder.encode(head));
       // The worker reads the next page while this one is sent: one page ahead, no more.
       let current = first;
       let ahead = current.next === null ? null : task(current.next);
@@ -180,7 +180,7 @@ export class ExportWorkers {
         ahead?.catch(() => {});
       }
       const tail = exportTail(format, empty);
-      if (tail !== '') yield text(tail);
+      if (tail !== '') yield own(encoder.encode(tail));
     }
     return file();
   }
