@@ -100,7 +100,9 @@ export async function startService(
   const started = performance.now();
   const child = spawn(process.execPath, [...nodeFlags, script, 'serve'], {
     env: { ...startEnv(), ...process.env, DEMO_DATA: 'off', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    // BENCH_STDOUT=1 shows the service's standard output (the access log, and what a flag such as
+    // BENCH_NODE_FLAGS=--trace-gc prints there).
+    stdio: ['ignore', process.env.BENCH_STDOUT ? 'inherit' : 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let startMs: number;

@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 // Entry point of the `nonsense` command: runs the compiled service in dist/, which `npm install`
 // builds (the `prepare` script) and `npm run build` rebuilds. No TypeScript is compiled at run time.
-// Node runs with its default heap settings: a heap held near its live size
-// (`--heap-growing-percent=50`) kept a full collection running under load, which cost the hot path
-// 5-7 µs a request, and no longer bounded the growth under abuse (docs/performance.md, "Memory").
+// `serve` sets V8's heap growing factor for itself (src/heap-growth.ts), so that it applies however
+// the service is started; `node --heap-growing-percent=N bin/nonsense.js serve` keeps N instead.
 // `npm start` sets glibc's allocator settings in the environment, which a process cannot change for
 // itself once started (docs/deployment.md, "Memory: the allocator's settings").
 import fs from 'node:fs';

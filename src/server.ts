@@ -9,6 +9,7 @@ import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/
 import { loadDemo } from './demo/load-demo.ts';
 import { createCardService } from './services/cards/index.ts';
 import { galaxyBehind, GalaxyBackground } from './services/galaxy/background.ts';
+import { limitHeapGrowth } from './heap-growth.ts';
 import { compilePendingSchemas } from './schemas/compile-later.ts';
 import { createStorage } from './storage/index.ts';
 
@@ -39,6 +40,7 @@ export function isLoopback(host: string): boolean {
 
 /** startServer serves the API until SIGTERM or SIGINT. */
 export async function startServer(config: Config): Promise<FastifyInstance> {
+  limitHeapGrowth();
   const { database, migrated } = await prepareDatabase(config);
   const storage = createStorage(database);
   const cards = createCardService(config);
