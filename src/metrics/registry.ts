@@ -1,7 +1,7 @@
 /**
  * The process's Prometheus metrics, in one registry. Plain module state, no Fastify: the share-image
  * service, the rate limits and the database layer count here directly, and the `/metrics` route
- * (plugins/metrics.ts) renders the registry. One registry per process: several apps in one process
+ * (plugins/metrics.ts) answers `renderMetrics()`. One registry per process: several apps in one process
  * (tests) add to the same counters, so tests compare before and after; gauges sum over the sources
  * that are open.
  */
@@ -15,6 +15,16 @@ client.collectDefaultMetrics({ register: registry });
 
 /** The per-request figures (latency, count, in flight), observed by plugins/metrics.ts. */
 export const requestMetrics = new RequestMetrics(registry);
+
+/**
+ * renderMetrics is the text `/metrics` answers: the registry's families, then the request series,
+ * which render their own text (metrics/requests.ts).
+ */
+export async function renderMetrics(): Promise<string> {
+  const rest = await registry.metrics();
+  const requests = requestMetrics.text();
+  return requests === '' ? rest : `${rest}\n${requests}\n`;
+}
 
 export const rateLimited = new client.Counter({
   name: 'nonsense_rate_limited_total',

@@ -10,7 +10,7 @@ import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { registry, requestMetrics, watchDatabase } from '../metrics/registry.ts';
+import { registry, renderMetrics, requestMetrics, watchDatabase } from '../metrics/registry.ts';
 import type { RouteSeries } from '../metrics/requests.ts';
 import { HttpProblem } from './problem.ts';
 
@@ -90,7 +90,7 @@ export default fp(
     };
 
     app.get(METRICS_PATH, { schema: { hide: true }, onRequest: authorize }, async (_request, reply) => {
-      const body = await registry.metrics();
+      const body = await renderMetrics();
       return reply.type(registry.contentType).send(body);
     });
   },
