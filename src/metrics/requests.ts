@@ -21,7 +21,7 @@ const DURATION = 'http_request_duration_seconds';
 const TOTAL = 'http_requests_total';
 
 /** The text of a label value in the Prometheus format: backslash, double quote and newline escaped. */
-export function labelValue(value: string): string {
+function labelValue(value: string): string {
   return value.replace(/[\\"\n]/g, (c) => (c === '\n' ? '\\n' : `\\${c}`));
 }
 
@@ -120,6 +120,7 @@ export class RequestMetrics {
   private readonly routes = new Map<string, RouteSeries>();
 
   constructor(registry: Registry) {
+    // The gauge's collect callback gets the gauge as `this`; it reads the count through this name.
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const metrics = this;
     new client.Gauge({
