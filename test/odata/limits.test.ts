@@ -143,8 +143,12 @@ describe('OData time limit', () => {
     expect(res.body).toBe('0');
     const all = await t.app.inject(`/odata/v2/nonsense_list/$count?$filter=${encodeURIComponent(`indexof(${wide(5)},'Entry') eq 0`)}`);
     expect(all.body).toBe('3000');
-    // Light requests pass even the tight limit: a page read from the index stops after 101 rows.
-    expect((await tight.inject('/odata/v2/nonsense_list?$top=5')).statusCode).toBe(200);
+    // Light requests pass even the tight limit: a page read from the index stops after 101 rows. A
+    // loaded host can stall one statement past a millisecond, so the page gets five tries; a limit
+    // that refused light requests would refuse all five.
+    const light: number[] = [];
+    for (let i = 0; i < 5 && !light.includes(200); i++) light.push((await tight.inject('/odata/v2/nonsense_list?$top=5')).statusCode);
+    expect(light).toContain(200);
     // A whole feed by index without a condition reads each page by a seek: it has no limit, so a busy
     // machine cannot cut a long download short.
     const whole = await tight.inject('/odata/v2/nonsense_list?all=true&$format=json');
