@@ -9,6 +9,7 @@ import type { Config } from './config.ts';
 import accessLog, { logDestination } from './plugins/access-log.ts';
 import { adminAuth } from './plugins/admin-auth.ts';
 import docs from './plugins/docs.ts';
+import fairShare from './plugins/fair-share.ts';
 import { FastLane } from './plugins/fast-lane.ts';
 import headers, { requestId, setCommonHeaders } from './plugins/headers.ts';
 import metrics from './plugins/metrics.ts';
@@ -33,7 +34,7 @@ import odataRoutes from './routes/odata/index.ts';
 import siteRoutes from './routes/site/index.ts';
 import sharePageRoutes from './routes/site/share-page.ts';
 import { createCardService, type CardService } from './services/cards/index.ts';
-import { ExportWorkers } from './services/export/index.ts';
+import { ReadWorkers } from './services/read-workers/index.ts';
 import type { Storage } from './storage/index.ts';
 
 export interface AppOptions {
@@ -42,16 +43,16 @@ export interface AppOptions {
   /** The share card service (render workers, card cache); the caller closes it after the app. Without it the app builds one and closes it itself. */
   cards?: CardService;
   /**
-   * Whether exports from an SQLite file are read and written in a worker thread (services/export);
+   * Whether exports from an SQLite file are read and written in a worker thread (services/read-workers);
    * default true. Tests of the event-loop path (PostgreSQL's) on SQLite turn it off.
    */
-  exportWorkers?: boolean;
+  readWorkers?: boolean;
   /** Overrides the logger built from LOG_LEVEL (tests pass false). */
   logger?: boolean | object;
 }
 
 /** buildApp assembles plugins and routes; the caller owns `storage` and closes it after the app. */
-export async function buildApp({ config, storage, cards, logger, exportWorkers = true }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, storage, cards, logger, readWorkers = true }: AppOptions): Promise<FastifyInstance> {
   const destination = logger === undefined && config.logLevel !== 'silent' ? logDestination() : undefined;
   // The hottest reads skip Fastify when their answer is ready (plugins/fast-lane.ts).
   const lane = new FastLane();
@@ -125,8 +126,8 @@ export async function buildApp({ config, storage, cards, logger, exportWorkers =
     app.decorate('cards', own);
     app.addHook('onClose', () => own.close());
   } else app.decorate('cards', cards);
-  const exports = exportWorkers ? ExportWorkers.forDatabase(config.database, config.exportWorkerQueue) : null;
-  app.decorate('exportWorkers', exports);
+  const exports = readWorkers ? ReadWorkers.forDatabase(config.database, config.readWorkerQueue, config.readWorkerThreads) : null;
+  app.decorate('readWorkers', exports);
   if (exports !== null) app.addHook('onClose', () => exports.close());
 
   await app.register(accessLog, { destination });
@@ -139,6 +140,8 @@ export async function buildApp({ config, storage, cards, logger, exportWorkers =
   await app.register(overload);
   // Before any route: it classifies routes into rate-limit budgets as they are added.
   await app.register(rateLimits);
+  // After the rate limits: heavy routes are limited per address, their work shared by address.
+  await app.register(fairShare);
   await app.register(docs);
   await app.register(healthRoutes);
   await app.register(sharePageRoutes);

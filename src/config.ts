@@ -11,6 +11,9 @@ export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' |
 /** A rate limit: at most `max` requests per `windowMs`, or `null` when switched off. */
 export type RateLimit = { max: number; windowMs: number } | null;
 
+/** A budget of time: at most `ms` per `windowMs`, or `null` when switched off. */
+export type TimeBudget = { ms: number; windowMs: number } | null;
+
 export type DatabaseTarget =
   /** `createFolder`: the file is in the default folder (./data), which is made when missing; no other is. */
   | { engine: 'sqlite'; file: string; createFolder?: true }
@@ -40,6 +43,10 @@ export interface Config {
   readonly overloadMaxEventLoopUtilization: number | null;
   /** Time a client has to send a whole request (headers and body), in ms; null: no limit. */
   readonly requestTimeoutMs: number | null;
+  /** Open connections at most; `auto`: what the descriptor limit leaves after a reserve (plugins/connections.ts). */
+  readonly maxConnections: number | 'auto';
+  /** Open connections of one TCP peer address at most; `auto`: 64, or none with TRUST_PROXY; null: none. */
+  readonly maxConnectionsPerClient: number | 'auto' | null;
   /** SQLite: how long a write waits for a lock held by another process (an import), in ms. */
   readonly sqliteBusyTimeoutMs: number;
   /** Byte budget of the in-memory share card cache. */
@@ -48,8 +55,16 @@ export interface Config {
   readonly cardRenderThreads: number;
   /** Share cards that may wait for a render thread before more are refused with 503. */
   readonly cardRenderQueue: number;
-  /** Tasks that may wait for the export worker (an SQLite file) before new exports and searches are refused with 503. */
-  readonly exportWorkerQueue: number;
+  /** Wall time one share card may take to draw, in ms; then its render thread is replaced and the card refused with 503. */
+  readonly cardRenderTimeoutMs: number;
+  /** Tasks that may wait for the read workers (an SQLite file) before new exports, searches and OData reads are refused with 503. */
+  readonly readWorkerQueue: number;
+  /** Worker threads that read an SQLite file for exports, searches and OData. */
+  readonly readWorkerThreads: number;
+  /** Heavy requests (exports, searches, OData, the galaxy, the API reference) one address may have running at once; null: no limit. */
+  readonly heavyRequestsPerClient: number | null;
+  /** Database time the OData reads of one address may take per window; null: no limit. */
+  readonly odataTimeBudget: TimeBudget;
   /** Byte budget of the in-memory snapshot of visible entries (random and by-UUID); 0: none. */
   readonly entryCacheBytes: number;
   /** Byte budget of the cache of entries looked up by UUID while there is no snapshot; 0: none. */
@@ -178,6 +193,25 @@ export function parseRateLimit(raw: string): RateLimit {
   return { max, windowMs: count * WINDOW_UNITS[match[3]!]! };
 }
 
+/** Parses `duration/window` (e.g. `15s/1m`, `500ms/10s`) or `off`. */
+function parseTimeBudget(raw: string): TimeBudget {
+  const value = raw.trim().toLowerCase();
+  if (value === 'off') return null;
+  const match = /^(\d{1,7}(?:ms|s|m))\/(\d{0,6})([smh])$/.exec(value);
+  const ms = match ? parseDuration(match[1]!) : null;
+  const count = match?.[2] === '' ? 1 : Number(match?.[2]);
+  if (!match || ms === null || count < 1) throw new Error(`must be "duration/window" such as 15s/1m or 500ms/10s, or "off", got "${raw}"`);
+  return { ms, windowMs: count * WINDOW_UNITS[match[3]!]! };
+}
+
+/** Parses a count from 1 to 9999, or `off` (null). */
+function parseLimit(raw: string): number | null {
+  const value = raw.trim().toLowerCase();
+  if (value === 'off') return null;
+  if (!/^\d{1,4}$/.test(value) || Number(value) < 1) throw new Error(`must be a number from 1 to 9999, or "off", got "${raw}"`);
+  return Number(value);
+}
+
 function parseSwitch(raw: string): boolean {
   const value = raw.trim().toLowerCase();
   if (['auto', 'on', 'true', '1', 'yes'].includes(value)) return true;
@@ -245,6 +279,20 @@ function parseThreads(raw: string): number {
   return Number(value);
 }
 
+/** Parses `auto` or a number of connections from 1 to 9999999. */
+function parseConnections(raw: string): number | 'auto' {
+  const value = raw.trim().toLowerCase();
+  if (value === 'auto') return value;
+  if (!/^\d{1,7}$/.test(value) || Number(value) < 1) throw new Error(`must be "auto" or a number from 1 to 9999999, got "${raw}"`);
+  return Number(value);
+}
+
+/** Parses `auto`, `off` (null) or a number of connections from 1 to 9999999. */
+function parseConnectionsPerClient(raw: string): number | 'auto' | null {
+  if (raw.trim().toLowerCase() === 'off') return null;
+  return parseConnections(raw);
+}
+
 function parseQueueLength(raw: string): number {
   if (!/^\d{1,5}$/.test(raw.trim())) throw new Error(`must be a number from 0 to 99999, got "${raw}"`);
   return Number(raw.trim());
@@ -278,18 +326,36 @@ export const OPTIONS = [
   },
   { env: 'REQUEST_TIMEOUT', key: 'requestTimeoutMs', default: '30s', parse: parseDuration, description: 'time a client has to send a whole request (or off)' },
   {
+    env: 'MAX_CONNECTIONS', key: 'maxConnections', default: 'auto', parse: parseConnections,
+    description: 'open connections at most; more are closed at once (auto: the file-descriptor limit less a reserve)',
+  },
+  {
+    env: 'MAX_CONNECTIONS_PER_CLIENT', key: 'maxConnectionsPerClient', default: 'auto', parse: parseConnectionsPerClient,
+    description: 'open connections of one peer address at most; more are closed at once (auto: 64, off with TRUST_PROXY; or off)',
+  },
+  {
     env: 'SQLITE_BUSY_TIMEOUT', key: 'sqliteBusyTimeoutMs', default: '5s', parse: parseWait,
     description: 'how long an embedded-database write waits for another process to release the lock, then 503',
   },
   { env: 'CARD_CACHE_BYTES', key: 'cardCacheBytes', default: '32MiB', parse: parseBytes, description: 'memory for rendered share cards (e.g. 32MiB, 0 for none)' },
   { env: 'CARD_RENDER_THREADS', key: 'cardRenderThreads', default: 'auto', parse: parseThreads, description: 'worker threads drawing share cards (auto: one per core but one)' },
   { env: 'CARD_RENDER_QUEUE', key: 'cardRenderQueue', default: '32', parse: parseQueueLength, description: 'share cards that may wait for a render thread; more get 503' },
+  { env: 'CARD_RENDER_TIMEOUT', key: 'cardRenderTimeoutMs', default: '10s', parse: parseWait, description: 'wall time one share card may take to draw; then its render thread is replaced and the card gets 503 for 10 minutes' },
   {
-    env: 'EXPORT_WORKER_QUEUE',
-    key: 'exportWorkerQueue',
-    default: '64',
-    parse: parseQueueLength,
-    description: 'tasks that may wait for the export worker (SQLite file) before new exports and searches get 503',
+    env: 'READ_WORKER_THREADS', key: 'readWorkerThreads', default: '2', parse: parseThreads,
+    description: 'worker threads reading an SQLite file for exports, searches and OData (auto: one per core but one)',
+  },
+  {
+    env: 'READ_WORKER_QUEUE', key: 'readWorkerQueue', default: '64', parse: parseQueueLength,
+    description: 'tasks that may wait for the read workers (SQLite file) before new exports, searches and OData reads get 503',
+  },
+  {
+    env: 'HEAVY_REQUESTS_PER_CLIENT', key: 'heavyRequestsPerClient', default: '4', parse: parseLimit,
+    description: 'exports, searches, OData reads, galaxy and API reference requests one address may have running at once; more get 429',
+  },
+  {
+    env: 'ODATA_TIME_BUDGET', key: 'odataTimeBudget', default: '15s/1m', parse: parseTimeBudget,
+    description: 'database time the OData reads of one address may take per window (e.g. 15s/1m); past it, 429 until it recovers',
   },
   {
     env: 'ENTRY_CACHE_BYTES', key: 'entryCacheBytes', default: '256MiB', parse: parseBytes,

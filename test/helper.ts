@@ -34,7 +34,7 @@ export interface TestOptions extends StorageOptions {
   entries?: NewEntry[];
   variables?: { name: string; description: string; values: string[] }[];
   /** Exports from SQLite in a worker thread (the default) or on the event loop (PostgreSQL's path). */
-  exportWorkers?: boolean;
+  readWorkers?: boolean;
 }
 
 /** tempDir makes a fresh folder that the test removes with `fs.rmSync` (close() does it for contexts). */
@@ -90,7 +90,7 @@ export async function createTestApp(options: TestOptions = {}): Promise<TestCont
   if (options.variables) await storage.variables.insertMissing(options.variables);
   if (options.entries) await storage.entries.insertEntries(options.entries);
   const cards = createCardService(config);
-  const app = await buildApp({ config, storage, cards, logger: false, exportWorkers: options.exportWorkers ?? true });
+  const app = await buildApp({ config, storage, cards, logger: false, readWorkers: options.readWorkers ?? true });
   await app.ready();
   await checkAnswersAgainstDocument(app);
   return {

@@ -46,7 +46,7 @@ export async function readAhead<T>(iterable: AsyncIterable<T>): Promise<AsyncIte
 /**
  * exportSeed draws the seed of one export's server-variable picks. Page `n` of the export picks
  * with `pagePick(seed, n)`, wherever it is written (on the event loop, or in an export worker,
- * services/export), so an export is one reproducible draw: the same seed gives the same file on
+ * services/read-workers), so an export is one reproducible draw: the same seed gives the same file on
  * either engine and on either path.
  */
 export function exportSeed(): string {
@@ -85,7 +85,7 @@ export type ExportRow = readonly [uuid: string, text: string, timestamp: number]
 
 /**
  * A stored line is an entry as the export worker reads it for a CSV file: one string a row, made by
- * SQLite as `uuid,text,,created_at` and CRLF (services/export/page-worker.ts). One string a row
+ * SQLite as `uuid,text,,created_at` and CRLF (services/read-workers/worker.ts). One string a row
  * instead of an array of three halves the worker's walk: the driver's arrays and values were most
  * of it.
  */

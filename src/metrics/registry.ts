@@ -40,6 +40,13 @@ export const overloaded = new client.Counter({
   registers: [registry],
 });
 
+export const connectionsRefused = new client.Counter({
+  name: 'nonsense_connections_refused_total',
+  help: 'Connections closed as soon as they were accepted, by the budget that was full: total (MAX_CONNECTIONS) or per_client (MAX_CONNECTIONS_PER_CLIENT).',
+  labelNames: ['budget'] as const,
+  registers: [registry],
+});
+
 export const databaseUnavailable = new client.Counter({
   name: 'nonsense_database_unavailable_total',
   help: 'Requests answered 503 because the database could not be reached or was busy.',
@@ -74,9 +81,16 @@ export const shareImageRefused = new client.Counter({
   registers: [registry],
 });
 
-export const exportWorkerRefused = new client.Counter({
-  name: 'nonsense_export_worker_refused_total',
-  help: 'Exports and searches refused with 503 because EXPORT_WORKER_QUEUE tasks were already waiting for the export worker.',
+export const readWorkersRefused = new client.Counter({
+  name: 'nonsense_read_worker_refused_total',
+  help: 'Exports, searches and OData reads refused with 503 because READ_WORKER_QUEUE tasks were already waiting for the read workers.',
+  registers: [registry],
+});
+
+export const heavyRefused = new client.Counter({
+  name: 'nonsense_fair_share_refused_total',
+  help: 'Requests refused with 429 because their address had HEAVY_REQUESTS_PER_CLIENT heavy requests running (reason "concurrency") or had spent its ODATA_TIME_BUDGET (reason "odata_time").',
+  labelNames: ['reason'] as const,
   registers: [registry],
 });
 
@@ -121,22 +135,22 @@ cardGauge('nonsense_share_image_cache_cards', 'Share images held in the in-memor
 cardGauge('nonsense_share_image_renders_running', 'Share images being drawn in render threads right now.', (s) => s.running);
 cardGauge('nonsense_share_image_renders_waiting', 'Share images waiting for a render thread (at most CARD_RENDER_QUEUE).', (s) => s.waiting);
 
-/** Sources of the export worker's queue length (one per app with an export worker). */
-const exportWorkerSources = new Set<() => number>();
+/** Sources of the read workers' queue length (one per app with read workers). */
+const readWorkerSources = new Set<() => number>();
 
-/** watchExportWorkers adds a source of the tasks queued at the export worker; the returned function removes it. */
-export function watchExportWorkers(source: () => number): () => void {
-  exportWorkerSources.add(source);
-  return () => exportWorkerSources.delete(source);
+/** watchReadWorkers adds a source of the tasks queued at the read workers; the returned function removes it. */
+export function watchReadWorkers(source: () => number): () => void {
+  readWorkerSources.add(source);
+  return () => readWorkerSources.delete(source);
 }
 
 new client.Gauge({
-  name: 'nonsense_export_worker_tasks',
-  help: 'Tasks (export pages, search pages, admin searches) waiting for the export worker or running in it; new requests are refused while more than EXPORT_WORKER_QUEUE wait.',
+  name: 'nonsense_read_worker_tasks',
+  help: 'Tasks (export pages, search pages, admin searches, OData reads) waiting for the read workers or running in them; new requests are refused while READ_WORKER_QUEUE wait.',
   registers: [registry],
   collect() {
     let sum = 0;
-    for (const source of exportWorkerSources) sum += source();
+    for (const source of readWorkerSources) sum += source();
     this.set(sum);
   },
 });

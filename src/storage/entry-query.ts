@@ -210,30 +210,40 @@ export class EntryQuery {
    * `laterTimeLimitMs`, when given, each later one.
    */
   async *listPages(query: EntryListQuery, pageSize = STREAM_PAGE_SIZE, laterTimeLimitMs?: number): AsyncGenerator<ListedEntry[]> {
-    const order = totalOrder(query.order);
     let remaining = query.limit ?? Number.POSITIVE_INFINITY;
-    let seek: unknown[] | undefined;
+    let resume: unknown[] | undefined;
     while (remaining > 0) {
       const limit = Math.min(pageSize, remaining);
-      const resume = seek;
-      const limits: EntryListQuery = resume ? { timeLimitMs: laterTimeLimitMs } : query;
-      const rows = (await this.run(limits, (db, check) => {
-        // Column keys are read back from the columns selected anyway; only expressions need their own.
-        let select = this.select({ ...query, limit, ...(resume ? { offset: 0, scanText: query.scanText } : { scanText: undefined }) }, db, check).select(
-          order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
-        );
-        if (resume) select = select.where(afterValues(order, resume));
-        return select.execute();
-      })) as unknown as (Record<string, unknown> & Parameters<typeof toListed>[0])[];
-      if (rows.length > 0) yield rows.map(toListed);
-      if (rows.length < limit) return;
+      const { rows, seek } = await this.listPage(resume ? { ...query, timeLimitMs: laterTimeLimitMs } : query, limit, resume);
+      if (rows.length > 0) yield rows;
+      if (seek === null) return;
       remaining -= rows.length;
-      const last = rows[rows.length - 1]!;
-      seek = order.map((key, i) => ('column' in key ? last[key.column] : last[`k${i}`]));
+      resume = seek;
       // A consumer reading at full speed would otherwise chain every page in microtasks and hold the
       // event loop for the whole walk; between pages, every other request gets its turn.
       await giveWay();
     }
+  }
+
+  /**
+   * listPage reads one page of a walk (listPages): up to `limit` entries of `query`, after the
+   * order-key values `resume` of the previous page's last entry when given (its offset then already
+   * applied), within `query.timeLimitMs`. `seek` is where the next page resumes, or null when this
+   * page was the last. The values are plain data, so a walk can go on in another thread.
+   */
+  async listPage(query: EntryListQuery, limit: number, resume?: readonly unknown[]): Promise<{ rows: ListedEntry[]; seek: unknown[] | null }> {
+    const order = totalOrder(query.order);
+    const rows = (await this.run(query, (db, check) => {
+      // Column keys are read back from the columns selected anyway; only expressions need their own.
+      let select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : { scanText: undefined }) }, db, check).select(
+        order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
+      );
+      if (resume) select = select.where(afterValues(order, resume));
+      return select.execute();
+    })) as unknown as (Record<string, unknown> & Parameters<typeof toListed>[0])[];
+    const last = rows[rows.length - 1];
+    const seek = rows.length < limit || last === undefined ? null : order.map((key, i) => ('column' in key ? last[key.column] : last[`k${i}`]));
+    return { rows: rows.map(toListed), seek };
   }
 
   /**

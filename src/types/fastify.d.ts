@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import type { FastLane } from '../plugins/fast-lane.ts';
 import type { CardService } from '../services/cards/index.ts';
-import type { ExportWorkers } from '../services/export/index.ts';
+import type { ReadWorkers } from '../services/read-workers/index.ts';
 import type { Storage } from '../storage/index.ts';
 
 declare module 'fastify' {
@@ -12,6 +12,6 @@ declare module 'fastify' {
     /** The hottest reads, answered before Fastify when ready (plugins/fast-lane.ts). */
     fastLane: FastLane;
     /** The export worker thread, for exports from an SQLite file; null where exports stay on the event loop. */
-    exportWorkers: ExportWorkers | null;
+    readWorkers: ReadWorkers | null;
   }
 }

@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_NESTING, MAX_NODES, MAX_OPTION_LENGTH, MAX_ORDER_KEYS, MAX_PARAMETERS } from '../../src/domain/odata/limits.ts';
 import odataRoutes from '../../src/routes/odata/index.ts';
+import { ReadWorkers } from '../../src/services/read-workers/index.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 const T0 = 1_700_000_000;
@@ -111,29 +112,45 @@ describe('OData time limit', () => {
   const heavy = encodeURIComponent(`indexof(${wide(5)},'zq') eq 7`);
   let t: TestContext;
   let tight: FastifyInstance;
+  /** The same, its reads in a read worker (an SQLite file), or null on PostgreSQL. */
+  let tightInWorker: FastifyInstance | null = null;
+  const tightApp = async (workers: ReadWorkers | null) => {
+    const app = Fastify();
+    app.decorate('config', t.config);
+    app.decorate('storage', t.storage);
+    if (workers !== null) {
+      app.decorate('readWorkers', workers);
+      app.addHook('onClose', () => workers.close());
+    }
+    await app.register(odataRoutes, { prefix: '/odata/v2', timeLimitMs: 1 });
+    return app;
+  };
   beforeAll(async () => {
     t = await createTestApp({ entries: many });
-    tight = Fastify();
-    tight.decorate('config', t.config);
-    tight.decorate('storage', t.storage);
-    await tight.register(odataRoutes, { prefix: '/odata/v2', timeLimitMs: 1 });
+    tight = await tightApp(null);
+    const workers = ReadWorkers.forDatabase(t.config.database);
+    if (workers !== null) tightInWorker = await tightApp(workers);
   });
   afterAll(async () => {
     await tight.close();
+    await tightInWorker?.close();
     await t.close();
   });
 
   it('refuses with 400, naming the limit, a request whose statements run past it, on every resource', async () => {
-    for (const url of [
-      `/odata/v2/nonsense_list?$filter=${heavy}`,
-      `/odata/v2/nonsense_list?$filter=${heavy}&$inlinecount=allpages&$format=json`,
-      `/odata/v2/nonsense_list?all=true&$filter=${heavy}`,
-      `/odata/v2/nonsense_list/$count?$filter=${heavy}`,
-    ]) {
-      const res = await tight.inject(url);
-      expect(res.statusCode, url).toBe(400);
-      expect(res.headers.dataserviceversion).toBe('2.0');
-      expect(res.body, url).toContain('The request needs more than 1 ms of database time (the limit)');
+    for (const app of [tight, tightInWorker]) {
+      if (app === null) continue;
+      for (const url of [
+        `/odata/v2/nonsense_list?$filter=${heavy}`,
+        `/odata/v2/nonsense_list?$filter=${heavy}&$inlinecount=allpages&$format=json`,
+        `/odata/v2/nonsense_list?all=true&$filter=${heavy}`,
+        `/odata/v2/nonsense_list/$count?$filter=${heavy}`,
+      ]) {
+        const res = await app.inject(url);
+        expect(res.statusCode, url).toBe(400);
+        expect(res.headers.dataserviceversion).toBe('2.0');
+        expect(res.body, url).toContain('The request needs more than 1 ms of database time (the limit)');
+      }
     }
   });
 

@@ -96,8 +96,8 @@ describe('a failure in the middle of an export', () => {
     // More than two pages of the export, so that the walk can fail after its first page.
     const many = Array.from({ length: 2 * EXPORT_PAGE_SIZE + 200 }, (_, i) => entry(`Streamed entry number ${i}.`, 1_700_100_000 + i));
     // The event-loop path, whose page walk a test can break; the worker's failures are tested in
-    // test/services/export-workers.test.ts.
-    t = await createTestApp({ entries: many, exportWorkers: false });
+    // test/services/read-workers.test.ts.
+    t = await createTestApp({ entries: many, readWorkers: false });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   });

@@ -1,12 +1,12 @@
 /**
- * The export's pages in shared slots (src/services/export/page-slots.ts): a slot is taken again only
+ * The export's pages in shared slots (src/services/read-workers/page-slots.ts): a slot is taken again only
  * once the socket has sent its page, and the file that reaches a client over a real socket, read fast
  * or slowly, is byte for byte the file of the path without slots (`inject`, whose response keeps its
  * chunks, never gets slots).
  */
 import http from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { PageSlots } from '../../src/services/export/page-slots.ts';
+import { PageSlots } from '../../src/services/read-workers/page-slots.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 describe('PageSlots', () => {

@@ -145,7 +145,7 @@ describe('web pages', () => {
     afterAll(() => t.close());
 
     it('reads an embedded database file in the worker thread, not on the event loop', async () => {
-      const searched = vi.spyOn(t.app.exportWorkers!, 'searchPage');
+      const searched = vi.spyOn(t.app.readWorkers!, 'searchPage');
       const page = (await t.app.inject('/search?q=heron')).body;
       expect(searched).toHaveBeenCalledTimes(1);
       expect(page).toContain('1–15 of 15 entries');
@@ -271,7 +271,7 @@ describe('web pages', () => {
     });
 
     it('reads an embedded database file in the worker thread, not on the event loop', async () => {
-      const listed = vi.spyOn(t.app.exportWorkers!, 'list');
+      const listed = vi.spyOn(t.app.readWorkers!, 'list');
       const res = await t.app.inject({ url: '/api/v1/admin/nonsense?q=even', headers: auth });
       expect(listed).toHaveBeenCalledTimes(1);
       expect(res.json()).toHaveLength(4);

@@ -29,8 +29,8 @@ const adminSearchRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (after === null) throw badRequest('The parameter "cursor" is not one this service gave out; follow the `Link` header of the previous page.', { parameter: 'cursor' });
       // One more than asked tells whether another page exists without a count.
       const query = { filter: { q: term.value, state }, order: NEWEST_FIRST, limit: limit + 1, ...(after ? { after } : {}) };
-      // An embedded database file is searched in the worker thread, off the event loop (services/export).
-      const found = app.exportWorkers ? await app.exportWorkers.list(query) : await app.storage.entryQuery.list(query);
+      // An embedded database file is searched in the worker thread, off the event loop (services/read-workers).
+      const found = app.readWorkers ? await app.readWorkers.list(query, { client: app.fairShare.clientOf(request) }) : await app.storage.entryQuery.list(query);
       const entries = found.slice(0, limit);
       if (found.length > limit) reply.header('link', nextPageLink(request, encodeCursor(entries.at(-1)!)));
       return entries;

@@ -11,12 +11,13 @@ import { ExportCsv, ExportQuery, ExportTxt, Entries, NOT_MODIFIED, problemRespon
 
 const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { entryQuery, variables, cache } = app.storage;
-  // The embedded database's exports are read and written off the event loop (services/export).
-  const workers = app.exportWorkers;
+  // The embedded database's exports are read and written off the event loop (services/read-workers).
+  const workers = app.readWorkers;
 
   app.get(
     '/nonsense',
     {
+      config: { heavy: true },
       schema: {
         summary: 'Export the database',
         description:
@@ -47,10 +48,10 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (request.method !== 'HEAD') {
         const values = await variables.values();
         // The pages may travel in shared slots only when they go straight to a socket (not `inject`,
-        // whose response keeps every chunk it is given): services/export/page-slots.ts.
+        // whose response keeps every chunk it is given): services/read-workers/page-slots.ts.
         const pending = request.raw.socket instanceof Socket ? () => reply.raw.writableLength : undefined;
         chunks = workers
-          ? await workers.open(format, filter, EXPORT_PAGE_SIZE, values, pending)
+          ? await workers.open(format, filter, EXPORT_PAGE_SIZE, values, { pending, client: app.fairShare.clientOf(request) })
           : serializeExport(format, await readAhead(entryQuery.pages(filter, EXPORT_PAGE_SIZE)), values);
       }
       reply

@@ -30,6 +30,7 @@ const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/nonsense/galaxy',
     {
+      config: { heavy: true },
       schema: {
         summary: 'The galaxy: every entry as a star',
         description:

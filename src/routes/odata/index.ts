@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { setImmediate as giveWay } from 'node:timers/promises';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { compileFilter, compileOrderBy, type CompileContext } from '../../storage/odata-filter.ts';
+import type { CompileContext } from '../../storage/odata-filter.ts';
+import { listQueryOf, runODataRead, type ODataAnswer, type ODataRead, type ODataSelection, type WalkPage } from '../../storage/odata-reads.ts';
 import { ODataRequestError } from '../../domain/odata/errors.ts';
 import { TIME_LIMIT_MS, WALK_PAGE_TIME_LIMIT_MS } from '../../domain/odata/limits.ts';
 import { ENTITY_SET } from '../../domain/odata/model.ts';
@@ -21,9 +22,10 @@ import { toODataEntity } from '../../formats/odata/entity.ts';
 import { JSON_CONTENT_TYPE, jsonEntry, jsonFeed } from '../../formats/odata/json.ts';
 import { METADATA_CONTENT_TYPE, metadataDocument, SERVICE_CONTENT_TYPE, jsonServiceDocument, serviceDocument } from '../../formats/odata/metadata.ts';
 import { notModified } from '../../plugins/http-cache.ts';
-import { isKeysetOrder, TimeLimitError, type EntryListQuery } from '../../storage/entry-query.ts';
+import { isKeysetOrder, STREAM_PAGE_SIZE, TimeLimitError, type EntryListQuery } from '../../storage/entry-query.ts';
 import type { EntryRecord } from '../../storage/entries.ts';
 import { baseUrlOf } from '../../plugins/links.ts';
+import { UNSHARED, type FairShare } from '../../plugins/fair-share.ts';
 import { odataErrorHandler, sendODataError } from './errors.ts';
 import { responseFormatOf } from '../../formats/odata/negotiate.ts';
 
@@ -50,6 +52,10 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   const timeLimitMs = options.timeLimitMs ?? TIME_LIMIT_MS;
   const { entries, entryQuery, variables, cache } = app.storage;
   const prefix = app.prefix;
+  // Registered on its own (a tool, a test), the interface reads on the event loop and charges no one.
+  const readWorkers = app.hasDecorator('readWorkers') ? app.readWorkers : null;
+  const fairShare: FairShare = app.hasDecorator('fairShare') ? app.fairShare : UNSHARED;
+  const quirks = app.storage.database.quirks;
 
   app.addHook('onRequest', (_request, reply, done) => {
     reply.header('dataserviceversion', '2.0');
@@ -75,10 +81,24 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   }
 
   function compileContext(serverVariables: ServerVariables): CompileContext {
-    return {
-      quirks: app.storage.database.quirks,
-      variableTokens: [...serverVariables.keys(), ...CLIENT_VARIABLES.map((v) => v.name)],
-    };
+    return { quirks, variableTokens: [...serverVariables.keys(), ...CLIENT_VARIABLES.map((v) => v.name)] };
+  }
+
+  /**
+   * read runs a read of the entries for `request`: in a read worker for an SQLite file (the filter
+   * and order compiled there), else here through the engine's asynchronous driver. Its database time
+   * is charged to the client's OData budget, whether it succeeds or not. `continued` marks a later
+   * page of a walk, which a full queue never refuses.
+   */
+  async function read<R extends ODataRead>(request: FastifyRequest, what: R, context: CompileContext, continued = false): Promise<ODataAnswer<R>> {
+    const spent = (ms: number) => fairShare.chargeODataTime(request, ms);
+    if (readWorkers !== null) return readWorkers.odata(what, context.variableTokens, { client: fairShare.clientOf(request), continued, spent });
+    const started = performance.now();
+    try {
+      return await runODataRead(entryQuery, quirks, context.variableTokens, what);
+    } finally {
+      spent(performance.now() - started);
+    }
   }
 
   async function handle(request: FastifyRequest, reply: FastifyReply) {
@@ -105,6 +125,7 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
         if (await revalidate(request, reply, 'atom')) return reply;
         return reply.type(METADATA_CONTENT_TYPE).send(METADATA);
       case 'entity': {
+        fairShare.checkODataTime(request);
         const entry = await entries.findVisible(resource.uuid);
         if (entry === null) throw new ODataRequestError(`There is no entity ${ENTITY_SET}(guid'${resource.uuid}').`, 404);
         if (await revalidate(request, reply, format)) return reply;
@@ -114,11 +135,12 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
           : reply.type(ATOM_ENTRY_CONTENT_TYPE).send(atomEntry(entity, { serviceRoot, select: query.select, updated: new Date().toISOString() }));
       }
       case 'count': {
-        const serverVariables = await variables.values();
-        const listQuery = listQueryOf(query, compileContext(serverVariables));
+        const context = compileContext(await variables.values());
+        const selection = selectionOf(query, context);
         if (await revalidate(request, reply, format)) return reply;
+        fairShare.checkODataTime(request);
         // $count counts what the same URL without /$count would return across all its pages.
-        const total = await entryQuery.count({ where: listQuery.where, timeLimitMs: timeLeft() });
+        const total = await read(request, { kind: 'count', selection, timeLimitMs: timeLeft() }, context);
         const counted = Math.max(0, Math.min(query.top ?? Number.POSITIVE_INFINITY, total - (query.skip ?? 0)));
         return reply.type('text/plain;charset=utf-8').send(String(counted));
       }
@@ -127,28 +149,36 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     }
   }
 
-  function listQueryOf(query: ODataQuery, context: CompileContext): EntryListQuery {
-    const listQuery: EntryListQuery = {};
-    if (query.filter) listQuery.where = compileFilter(query.filter, context);
-    if (query.orderBy) listQuery.order = compileOrderBy(query.orderBy, context);
-    if (query.skipToken) {
-      if (!isKeysetOrder(listQuery.order)) {
-        throw new ODataRequestError('$skiptoken only continues an order by timestamp, created or uuid; follow the next link as given.');
-      }
-      listQuery.after = query.skipToken;
+  /**
+   * selectionOf is what a request selects, checked here (compiled once, so that a bad $filter or
+   * $orderby is a 400 before anything runs) and passed on as the parsed options.
+   */
+  function selectionOf(query: ODataQuery, context: CompileContext): ODataSelection & { keyset: boolean; walksByIndex: boolean } {
+    const selection: ODataSelection = {
+      ...(query.filter ? { filter: query.filter } : {}),
+      ...(query.orderBy ? { orderBy: query.orderBy } : {}),
+      ...(query.skipToken ? { after: query.skipToken } : {}),
+      ...(query.skip ? { offset: query.skip } : {}),
+    };
+    const listQuery: EntryListQuery = listQueryOf(selection, context);
+    const keyset = isKeysetOrder(listQuery.order);
+    if (query.skipToken && !keyset) {
+      throw new ODataRequestError('$skiptoken only continues an order by timestamp, created or uuid; follow the next link as given.');
     }
-    if (query.skip) listQuery.offset = query.skip;
-    return listQuery;
+    // A walk by index without a condition or offset costs the same small amount per page.
+    return { ...selection, keyset, walksByIndex: listQuery.where === undefined && !listQuery.offset && keyset };
   }
 
   async function collection(request: FastifyRequest, reply: FastifyReply, query: ODataQuery, format: ODataFormat, serviceRoot: string, timeLeft: () => number) {
     const serverVariables = await variables.values();
-    const listQuery = listQueryOf(query, compileContext(serverVariables));
+    const context = compileContext(serverVariables);
+    const { keyset, walksByIndex, ...selection } = selectionOf(query, context);
     if (await revalidate(request, reply, format)) return reply;
     reply.type(format === 'json' ? JSON_CONTENT_TYPE : ATOM_FEED_CONTENT_TYPE);
     if (request.method === 'HEAD') return reply.send('');
+    fairShare.checkODataTime(request);
 
-    const count = query.inlineCount ? await entryQuery.count({ where: listQuery.where, timeLimitMs: timeLeft() }) : undefined;
+    const count = query.inlineCount ? await read(request, { kind: 'count', selection, timeLimitMs: timeLeft() }, context) : undefined;
     const toEntities = async function* (pages: AsyncIterable<EntryRecord[]>) {
       for await (const page of pages) {
         for (let at = 0; at < page.length; at += CHUNK_ENTITIES) {
@@ -161,25 +191,25 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     let pages: AsyncIterable<EntryRecord[]>;
     let next: string | undefined;
     if (query.all) {
-      // The feed as a whole takes as long as it takes. A walk by index without a condition or offset
-      // costs the same small amount per page and has no limit. Any other may cost a scan per page:
-      // its first page is bounded like a request, each later one by a wider limit, which stops a walk
-      // that re-sorts the database for every page without letting a busy machine cut a feed short.
-      const bounded = listQuery.where === undefined && !listQuery.offset && isKeysetOrder(listQuery.order);
-      const walk = entryQuery.listPages(
-        { ...listQuery, ...(bounded ? {} : { timeLimitMs: timeLeft() }), ...(query.top === undefined ? {} : { limit: query.top }) },
-        undefined,
-        bounded ? undefined : WALK_PAGE_TIME_LIMIT_MS,
-      );
-      // Reading the first page before the headers go out turns a failing query into an error response.
-      pages = await primed(walk);
+      // The feed as a whole takes as long as it takes. A walk by index has no limit. Any other may
+      // cost a scan per page: its first page is bounded like a request, each later one by a wider
+      // limit, which stops a walk that re-sorts the database for every page without letting a busy
+      // machine cut a feed short. Reading the first page before the headers go out turns a failing
+      // query into an error response.
+      let remaining = query.top ?? Number.POSITIVE_INFINITY;
+      const page = (resume: unknown[] | undefined, timeLimitMs: number) => {
+        const limit = Math.min(STREAM_PAGE_SIZE, remaining);
+        const what = { kind: 'page' as const, selection, limit, ...(resume ? { resume } : {}), ...(walksByIndex ? {} : { timeLimitMs }) };
+        return read(request, what, context, resume !== undefined);
+      };
+      pages = walk(await page(undefined, timeLeft()), (seek) => page(seek, WALK_PAGE_TIME_LIMIT_MS), (rows) => (remaining -= rows) > 0);
     } else {
       // Reading one more than a page tells whether a next page exists, without counting.
       const limit = Math.min(pageSize, query.top ?? pageSize);
       const mayContinue = query.top === undefined || query.top > limit;
-      const rows = await entryQuery.list({ ...listQuery, limit: mayContinue ? limit + 1 : limit, timeLimitMs: timeLeft() });
+      const rows = await read(request, { kind: 'list', selection, limit: mayContinue ? limit + 1 : limit, timeLimitMs: timeLeft() }, context);
       const page = rows.slice(0, limit);
-      if (rows.length > limit) next = nextLink(request, serviceRoot, query, isKeysetOrder(listQuery.order), page, limit);
+      if (rows.length > limit) next = nextLink(request, serviceRoot, query, keyset, page, limit);
       pages = (async function* () {
         yield page;
       })();
@@ -234,14 +264,26 @@ function nextLink(request: FastifyRequest, serviceRoot: string, query: ODataQuer
   return `${serviceRoot}${ENTITY_SET}?${params.map(([name, value]) => `${encode(name)}=${encode(value)}`).join('&')}`;
 }
 
-/** primed starts an async iteration and waits for its first value, then hands the whole sequence on. */
-async function primed<T>(source: AsyncGenerator<T>): Promise<AsyncIterable<T>> {
-  const first = await source.next();
-  return (async function* () {
-    if (first.done) return;
-    yield first.value;
-    yield* source;
-  })();
+/**
+ * walk yields the pages of a walk from its first: the next page is asked for (`next`, from where the
+ * last ended) while the current one is being sent, one ahead and no more, as long as `more` says the
+ * walk wants more after a page of that many entries. Stopping the iteration (a client gone) stops it.
+ */
+async function* walk(first: WalkPage, next: (seek: unknown[]) => Promise<WalkPage>, more: (rows: number) => boolean): AsyncGenerator<EntryRecord[]> {
+  let current = first;
+  let ahead: Promise<WalkPage> | null = null;
+  try {
+    for (;;) {
+      ahead = current.seek !== null && more(current.rows.length) ? next(current.seek) : null;
+      if (current.rows.length > 0) yield current.rows;
+      if (ahead === null) return;
+      current = await ahead;
+      ahead = null;
+    }
+  } finally {
+    // A client gone mid-feed: the page read ahead is dropped, and so is any error it ends with.
+    ahead?.catch(() => {});
+  }
 }
 
 export default odataRoutes;

@@ -87,13 +87,13 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
   const { entryQuery, variables } = app.storage;
   const { appName } = app.config;
 
-  app.get('/search', { schema: { hide: true } }, async (request, reply) => {
+  app.get('/search', { schema: { hide: true }, config: { heavy: true } }, async (request, reply) => {
     const params = parseSearch(request.query as Record<string, unknown>);
     const position = { ...(params.next ? { next: params.next } : {}), ...(params.prev ? { prev: params.prev } : {}) };
     // An embedded database file is searched in the worker thread: a common term is matched and
-    // counted over every entry, which would hold the event loop (services/export).
-    const { found, total, rank } = app.exportWorkers
-      ? await app.exportWorkers.searchPage(params.filter, PAGE_SIZE, position)
+    // counted over every entry, which would hold the event loop (services/read-workers).
+    const { found, total, rank } = app.readWorkers
+      ? await app.readWorkers.searchPage(params.filter, PAGE_SIZE, position, { client: app.fairShare.clientOf(request) })
       : await entryQuery.searchPage(params.filter, PAGE_SIZE, position);
     const first = found[0];
     const last = found.at(-1);

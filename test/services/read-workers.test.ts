@@ -1,12 +1,12 @@
 /**
- * The export worker (src/services/export): the same file as the event-loop path for the same draw,
+ * The export worker (src/services/read-workers): the same file as the event-loop path for the same draw,
  * page by page with backpressure, and failures that reach the response as errors (before the first
  * byte) or as an aborted transfer (after it).
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXPORT_PAGE_SIZE, serializeExport } from '../../src/formats/export.ts';
-import { ExportWorkers } from '../../src/services/export/index.ts';
+import { ReadWorkers } from '../../src/services/read-workers/index.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 import { mulberry32 } from '../seeded-random.ts';
 
@@ -19,17 +19,17 @@ async function collect(chunks: AsyncIterable<string | Uint8Array>): Promise<stri
   return text + decoder.decode();
 }
 
-describe('ExportWorkers.forDatabase', () => {
+describe('ReadWorkers.forDatabase', () => {
   it('takes an SQLite file, not an in-memory database or PostgreSQL', () => {
-    expect(ExportWorkers.forDatabase({ engine: 'sqlite', file: '/tmp/x.db' })).not.toBeNull();
-    expect(ExportWorkers.forDatabase({ engine: 'sqlite', file: ':memory:' })).toBeNull();
-    expect(ExportWorkers.forDatabase({ engine: 'postgres', url: 'postgres://127.0.0.1/x' } as never)).toBeNull();
+    expect(ReadWorkers.forDatabase({ engine: 'sqlite', file: '/tmp/x.db' })).not.toBeNull();
+    expect(ReadWorkers.forDatabase({ engine: 'sqlite', file: ':memory:' })).toBeNull();
+    expect(ReadWorkers.forDatabase({ engine: 'postgres', url: 'postgres://127.0.0.1/x' } as never)).toBeNull();
   });
 });
 
 describe.runIf(sqlite)('the export worker', () => {
   let t: TestContext;
-  let workers: ExportWorkers;
+  let workers: ReadWorkers;
   const variables = new Map([['$ANIMAL$', ['goose', 'newt', 'yak']]]);
 
   beforeAll(async () => {
@@ -37,7 +37,7 @@ describe.runIf(sqlite)('the export worker', () => {
       entry(i % 7 === 0 ? `Entry ${i}: the $ANIMAL$ signs the guest book.` : `Entry ${i}, "quoted", with a comma.`, 1_700_200_000 + i),
     );
     t = await createTestApp({ entries: many });
-    workers = ExportWorkers.forDatabase(t.config.database)!;
+    workers = ReadWorkers.forDatabase(t.config.database)!;
   });
   afterAll(async () => {
     await workers.close();
@@ -101,7 +101,7 @@ describe.runIf(sqlite)('the export worker', () => {
     const wild = await createTestApp({
       entries: Array.from({ length: 2 * EXPORT_PAGE_SIZE + 500 }, (_, n) => entry(n % 2 === 0 ? `Wild ${n}: a [x]*? b` : `Wild ${n}: a x-and-more! b`, 1_700_400_000 + n)),
     });
-    const pool = ExportWorkers.forDatabase(wild.config.database)!;
+    const pool = ReadWorkers.forDatabase(wild.config.database)!;
     try {
       for (const q of ['[x]*?', 'a [X]*', '*?']) {
         const offThread = await collect(await pool.open('txt', { q, singleLine: true }, EXPORT_PAGE_SIZE, new Map()));
@@ -121,7 +121,7 @@ describe.runIf(sqlite)('the export worker', () => {
     const texts = ['=1+1', '+plus', '-minus', '@at', "'quoted start", 'ends with a comma,', 'a "quote" inside', 'two\nlines', 'crlf\r\nlines',
       'costs $5, not $ANIMAL', 'the $ANIMAL$ waves', 'fake,,1\r\n', '12345', 'é 漢 🦆 plain', 'plain, and then some', 'just plain'];
     const tricky = await createTestApp({ entries: texts.map((text, n) => entry(text, 1_700_500_000 + (n >> 1))) });
-    const pool = ExportWorkers.forDatabase(tricky.config.database)!;
+    const pool = ReadWorkers.forDatabase(tricky.config.database)!;
     try {
       for (const pageSize of [3, EXPORT_PAGE_SIZE]) {
         vi.spyOn(Math, 'random').mockImplementation(mulberry32(9));
@@ -149,7 +149,7 @@ describe.runIf(sqlite)('the export worker', () => {
         entry(Array.from({ length: 1995 }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7 + n) % 20000))).join('') + '$WIDE$', 1_700_300_000 + n),
       ),
     });
-    const pool = ExportWorkers.forDatabase(big.config.database)!;
+    const pool = ReadWorkers.forDatabase(big.config.database)!;
     try {
       const json = await collect(await pool.open('json', {}, EXPORT_PAGE_SIZE, await big.storage.variables.values()));
       expect((JSON.parse(json) as unknown[]).length).toBe(3 * EXPORT_PAGE_SIZE);

@@ -1,8 +1,8 @@
 /**
- * The tasks the export worker runs, each through the worker's own connection to the embedded
- * database: one page of an export, written as a piece of the export file (formats/export.ts) in
- * UTF-8 bytes for the main thread to send as they are (the default export); a page of the search
- * page (searchTask); a list of entries (listTask).
+ * The tasks a read worker runs, each through the worker's own connection to the embedded database:
+ * one page of an export, written as a piece of the export file (formats/export.ts) in UTF-8 bytes for
+ * the main thread to send as they are (the default export); a page of the search page (searchTask);
+ * a list of entries (listTask); a read of the OData interface (odataTask).
  */
 import type SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
@@ -12,6 +12,7 @@ import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
+import { runODataRead, type ODataAnswer, type ODataRead } from '../../storage/odata-reads.ts';
 import { EntryQuery, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
 
 export interface PageTask {
@@ -37,9 +38,14 @@ export interface PageSlot {
   size: number;
 }
 
-/** A failure as it crosses the thread: an Error loses its `code` (SQLITE_BUSY: 503) on the way. */
+/**
+ * A failure as it crosses the thread: an Error loses its class and `code` (SQLITE_BUSY: 503) on the
+ * way, so they travel as data (`name`, `code`, and a time limit's or an OData refusal's numbers).
+ */
 export interface PageFailure {
-  failed: { message: string; code?: string };
+  failed: { message: string; name?: string; code?: string; limitMs?: number; status?: number };
+  /** The database time the task took before it failed (an OData read's cost). */
+  dbMs?: number;
 }
 
 export interface PageResult {
@@ -135,7 +141,7 @@ function readPageRows<Row>({ query, raw, pages }: Reader, task: PageTask, csv: b
   return page.statement.all(...parameters) as Row[];
 }
 
-/** A page of the search page, read in the worker (ExportWorkers.searchPage). */
+/** A page of the search page, read in the worker (ReadWorkers.searchPage). */
 export interface SearchTask {
   file: string;
   filter: EntryFilter;
@@ -153,7 +159,7 @@ export async function searchTask(task: SearchTask): Promise<SearchPage | PageFai
 }
 
 /**
- * A list of entries read in the worker (ExportWorkers.list): a filter, an order of columns, a cursor
+ * A list of entries read in the worker (ReadWorkers.list): a filter, an order of columns, a cursor
  * and a limit, which can cross the thread (an OData condition, a Kysely expression, cannot).
  */
 export interface ListTask {
@@ -170,10 +176,36 @@ export async function listTask(task: ListTask): Promise<ListedEntry[] | PageFail
   }
 }
 
+/** A read of the OData interface (ReadWorkers.odata): the read and the variable tokens its filter needs. */
+export interface ODataTask {
+  file: string;
+  read: ODataRead;
+  variableTokens: readonly string[];
+}
+
+/** odataTask runs an OData read through the worker's own connection, and says how long it took. */
+export async function odataTask(task: ODataTask): Promise<{ answer: ODataAnswer<ODataRead>; dbMs: number } | PageFailure> {
+  const started = performance.now();
+  try {
+    const answer = await runODataRead(reader(task.file).query, sqliteQuirks, task.variableTokens, task.read);
+    return { answer, dbMs: performance.now() - started };
+  } catch (error) {
+    return { ...failure(error), dbMs: performance.now() - started };
+  }
+}
+
 /** failure is an error as it can cross the thread. */
 function failure(error: unknown): PageFailure {
-  const { message, code } = error as { message?: unknown; code?: unknown };
-  return { failed: { message: String(message), ...(typeof code === 'string' ? { code } : {}) } };
+  const { message, name, code, limitMs, status } = error as { message?: unknown; name?: unknown; code?: unknown; limitMs?: unknown; status?: unknown };
+  return {
+    failed: {
+      message: String(message),
+      ...(typeof name === 'string' ? { name } : {}),
+      ...(typeof code === 'string' ? { code } : {}),
+      ...(typeof limitMs === 'number' ? { limitMs } : {}),
+      ...(typeof status === 'number' ? { status } : {}),
+    },
+  };
 }
 
 export default async function exportPageTask(task: PageTask): Promise<PageResult | PageFailure> {

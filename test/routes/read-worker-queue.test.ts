@@ -1,5 +1,5 @@
 /**
- * The export worker's queue is bounded (EXPORT_WORKER_QUEUE): while that many tasks wait, a new
+ * The read workers' queue is bounded (READ_WORKER_QUEUE): while that many tasks wait, a new
  * export, site search or admin search is refused at once with 503 and Retry-After; the later pages
  * of an export already started are never refused; a client reading slowly holds no place.
  *
@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXPORT_PAGE_SIZE } from '../../src/formats/export.ts';
-import type { ExportWorkers } from '../../src/services/export/index.ts';
+import type { ReadWorkers } from '../../src/services/read-workers/index.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 const sqlite = process.env.TEST_DATABASE !== 'postgres';
@@ -18,7 +18,7 @@ interface Pool {
 }
 
 /** gate holds every task of `workers` before its pool until the returned function is called. */
-function gate(workers: ExportWorkers): () => void {
+function gate(workers: ReadWorkers): () => void {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
   const internals = workers as unknown as { piscina(): Promise<Pool> };
@@ -33,7 +33,7 @@ function gate(workers: ExportWorkers): () => void {
   };
 }
 
-describe.runIf(sqlite)('the export worker queue', () => {
+describe.runIf(sqlite)('the read worker queue', () => {
   let t: TestContext;
   let auth: { authorization: string };
   const ENTRIES = 2 * EXPORT_PAGE_SIZE + 100;
@@ -42,7 +42,7 @@ describe.runIf(sqlite)('the export worker queue', () => {
   beforeAll(async () => {
     // No task may wait: a new request is refused while one runs.
     t = await createTestApp({
-      env: { EXPORT_WORKER_QUEUE: '0' },
+      env: { READ_WORKER_QUEUE: '0', READ_WORKER_THREADS: '1' },
       entries: Array.from({ length: ENTRIES }, (_, n) => entry(`Queued ${n}: a sock and a kettle`, 1_700_600_000 + n)),
     });
     auth = { authorization: `Bearer ${await t.storage.tokens.create('mod')}` };
@@ -50,13 +50,13 @@ describe.runIf(sqlite)('the export worker queue', () => {
   afterAll(() => t.close());
 
   it('refuses exports and searches with 503 and Retry-After while the queue is full, then serves them again', async () => {
-    const workers = t.app.exportWorkers!;
-    const refusedBefore = await metric('nonsense_export_worker_refused_total');
+    const workers = t.app.readWorkers!;
+    const refusedBefore = await metric('nonsense_read_worker_refused_total');
     const release = gate(workers);
     // A search that waits at the gate: the queue is full.
     const first = t.app.inject({ url: '/search?q=sock', headers: { accept: 'text/html' } });
     await expect.poll(() => workers.queued).toBe(1);
-    expect(await metric('nonsense_export_worker_tasks')).toBe(1);
+    expect(await metric('nonsense_read_worker_tasks')).toBe(1);
 
     const api = await t.app.inject('/api/v1/nonsense?format=csv');
     expect(api.statusCode).toBe(503);
@@ -69,7 +69,7 @@ describe.runIf(sqlite)('the export worker queue', () => {
     expect(site.headers['retry-after']).toMatch(/^[1-9]\d?$/);
     const admin = await t.app.inject({ url: '/api/v1/admin/nonsense?q=kettle', headers: auth });
     expect(admin.statusCode).toBe(503);
-    expect(await metric('nonsense_export_worker_refused_total')).toBe(refusedBefore + 3);
+    expect(await metric('nonsense_read_worker_refused_total')).toBe(refusedBefore + 3);
 
     release();
     expect((await first).statusCode).toBe(200);
@@ -81,7 +81,7 @@ describe.runIf(sqlite)('the export worker queue', () => {
   });
 
   it('finishes an export once started: its later pages wait in a full queue, never refused', async () => {
-    const workers = t.app.exportWorkers!;
+    const workers = t.app.readWorkers!;
     const file = await workers.open('txt', {}, EXPORT_PAGE_SIZE, new Map());
     const decoder = new TextDecoder();
     // The first page; the second is read ahead meanwhile, before the gate.
@@ -104,7 +104,7 @@ describe.runIf(sqlite)('the export worker queue', () => {
   });
 
   it('holds no place for a client that reads slowly', async () => {
-    const workers = t.app.exportWorkers!;
+    const workers = t.app.readWorkers!;
     const file = await workers.open('csv', {}, EXPORT_PAGE_SIZE, new Map());
     await file.next();
     // The next page is read ahead and waits in memory; the worker is free for others.
@@ -114,7 +114,7 @@ describe.runIf(sqlite)('the export worker queue', () => {
   });
 
   it('gives the queue back when a task fails', async () => {
-    const workers = t.app.exportWorkers!;
+    const workers = t.app.readWorkers!;
     const internals = workers as unknown as { piscina(): Promise<Pool> };
     const spy = vi.spyOn(internals, 'piscina').mockResolvedValue({ run: () => Promise.reject(new Error('no such table: entries')) });
     try {

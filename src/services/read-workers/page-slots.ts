@@ -8,7 +8,7 @@
  * (docs/performance.md, Export). With slots, an export needs the same few hundred kilobytes from its
  * first page to its last.
  *
- * The worker writes a page into a free slot (page-worker.ts), and the event loop sends a view of it.
+ * The worker writes a page into a free slot (worker.ts), and the event loop sends a view of it.
  * A slot is free again once the socket has sent its page: the bytes yielded so far, less what the
  * response has not sent yet (`pending`, its `writableLength`, which counts a write until the system
  * has taken all of it, and the head and chunk framing besides), is how much of the file has surely
@@ -17,7 +17,7 @@
  * not for `inject`, whose response keeps every chunk. A page that finds no free slot (a client
  * reading slowly) or that does not fit in one comes as a buffer of its own, as before.
  */
-import type { PageSlot } from './page-worker.ts';
+import type { PageSlot } from './worker.ts';
 
 /** Slots an export has: the page being sent, the page read ahead, and one still leaving the socket. */
 const SLOTS = 3;

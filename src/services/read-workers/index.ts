@@ -1,0 +1,279 @@
+/**
+ * The read workers: the heavy reads of the embedded database run in worker threads, each with its
+ * own connection, so that the event loop only passes finished results on. An export is read and
+ * written a page per task (worker.ts): reading a page of 1,000 entries from SQLite and writing it as
+ * CSV, JSON or TXT holds a thread for a few milliseconds, and on the event loop that made every point
+ * lookup behind it wait. The search page's reads (searchPage), the admin search's (list) and every
+ * read of the OData interface (odata: lists, counts, the pages of an `all=true` walk, whose filters
+ * and orders can make SQLite scan and sort the whole table) go the same way. PostgreSQL is read
+ * asynchronously already and stays on the main thread, as does an in-memory database, which a worker
+ * cannot open.
+ *
+ * Tasks are served by client (the request's address), in turn (fair-queue.ts): a client with many
+ * tasks waiting delays another's next task by one of its own, and no client runs tasks on every
+ * thread at once while another waits. The threads start with the first task and exit after a minute
+ * without one.
+ *
+ * The queue is bounded: when READ_WORKER_QUEUE tasks already wait, a new export, search or OData
+ * request is refused at once with ReadWorkersBusy (a 503 with Retry-After) instead of waiting behind
+ * them all. The pages after an export's or a walk's first are never refused, so a file once started is
+ * finished; they count, so many at once fill the queue too. A client that reads slowly holds no
+ * place: its next page is read ahead and waits in memory, not in the queue.
+ */
+import type { Piscina } from 'piscina';
+import type { DatabaseTarget } from '../../config.ts';
+import type { ExportFormat } from '../../domain/export-params.ts';
+import type { EntryFilter } from '../../domain/entry-selection.ts';
+import type { ServerVariables } from '../../domain/variables.ts';
+import { exportHead, exportSeed, exportTail } from '../../formats/export.ts';
+import { watchReadWorkers } from '../../metrics/registry.ts';
+import { ODataRequestError } from '../../domain/odata/errors.ts';
+import { TimeLimitError } from '../../db/time-limit.ts';
+import type { ListedEntry, SearchPage } from '../../storage/entry-query.ts';
+import type { ODataAnswer, ODataRead } from '../../storage/odata-reads.ts';
+import { FairQueue } from './fair-queue.ts';
+import { PageSlots } from './page-slots.ts';
+import type { ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask } from './worker.ts';
+
+// From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself; see worker-tsx.mjs.
+const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./worker-tsx.mjs', import.meta.url) : new URL('./worker.js', import.meta.url);
+
+/** An idle worker exits after this long; the next task waits ~100 ms for a new one. */
+const IDLE_TIMEOUT_MS = 60_000;
+
+/**
+ * A page is a bounded piece of work, but its largest is large: 1,000 entries of 2,000 CJK characters
+ * with long server variables make a JSON page of 14 MB, and writing it needs several times that
+ * (test/services/read-workers.test.ts writes three in a row; with 32 MiB the worker ran out). A
+ * worker going past this heap is stopped and its export aborted. A small young generation keeps the
+ * thread's memory down; its collections cost the worker, not the event loop. With 4 MiB the worker
+ * scavenges about 100 times a CSV export of 200,000 entries; 8 MiB made that export 6-8 % faster,
+ * but the abuse benchmark's growth went from +62 to +86 and +105 MiB, over its bound of +100
+ * (docs/performance.md, Export).
+ */
+const WORKER_MAX_HEAP_MB = 128;
+const WORKER_YOUNG_GENERATION_MB = 4;
+
+/** Tasks that may wait, when no queue length is given. */
+const DEFAULT_QUEUE = 64;
+
+/** Threads, when no number is given. */
+const DEFAULT_THREADS = 2;
+
+/** Whom a task is done for, when a caller names no one (the command line, tests). */
+const ANYONE = '';
+
+/** How a caller names the client a task is for, and, for an export, what its response holds unsent. */
+export interface TaskOptions {
+  /** The client's address: tasks are served by client, in turn. */
+  client?: string;
+}
+
+/**
+ * ReadWorkersBusy refuses a request when as many tasks wait for the worker as it queues: answered
+ * 503 with Retry-After (plugins/problem.ts), rather than waiting behind them all.
+ */
+export class ReadWorkersBusy extends Error {
+  constructor(readonly retryAfterSeconds: number) {
+    super(`Too many exports, searches and OData reads are waiting to be read right now; try again in ${retryAfterSeconds} s.`);
+    this.name = 'ReadWorkersBusy';
+  }
+}
+
+export class ReadWorkers {
+  private started: Promise<Piscina> | null = null;
+  private readonly queue: FairQueue;
+  /** A running mean of a task's time in the pool, its wait in the queue included, in ms (for Retry-After). */
+  private taskMs = 50;
+  private readonly unwatch: () => void;
+
+  private constructor(
+    private readonly file: string,
+    /** Tasks that may wait; a new request finding them all is refused (ReadWorkersBusy). */
+    private readonly waiting: number,
+    private readonly threads: number,
+  ) {
+    // With more than one thread, one client's tasks leave a thread free for the others.
+    this.queue = new FairQueue(threads, Math.max(1, threads - 1));
+    this.unwatch = watchReadWorkers(() => this.queue.size);
+  }
+
+  /** forDatabase returns the workers for an SQLite file, or null when heavy reads stay on the main thread. */
+  static forDatabase(target: DatabaseTarget, queue = DEFAULT_QUEUE, threads = DEFAULT_THREADS): ReadWorkers | null {
+    return target.engine === 'sqlite' && target.file !== ':memory:' ? new ReadWorkers(target.file, queue, Math.max(1, threads)) : null;
+  }
+
+  /** queued is the number of tasks waiting for a worker or running in one (/metrics). */
+  get queued(): number {
+    return this.queue.size;
+  }
+
+  /** admit refuses a new request with ReadWorkersBusy when the queue is full. */
+  private admit(): void {
+    if (this.queue.size >= this.waiting + this.threads) {
+      // A task's time in the pool, its wait included, is about how long the queue takes to drain.
+      throw new ReadWorkersBusy(Math.min(60, Math.max(1, Math.ceil(this.taskMs / 1000))));
+    }
+  }
+
+  private piscina(): Promise<Piscina> {
+    this.started ??= import('piscina').then(
+      ({ Piscina }) =>
+        new Piscina({
+          filename: WORKER_FILE.href,
+          minThreads: 0,
+          maxThreads: this.threads,
+          idleTimeout: IDLE_TIMEOUT_MS,
+          concurrentTasksPerWorker: 1,
+          resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+        }),
+    );
+    return this.started;
+  }
+
+  /**
+   * open starts an export: it reads the first page, so that a failure there becomes an error answer
+   * before any byte is sent, and returns the whole file, that page included, a page per chunk. The
+   * page after next is asked for only once the previous one has been taken (the response's
+   * backpressure); stopping the iteration (a client gone) stops the walk. With `pending` (the bytes
+   * the response has been given and not sent yet), the pages travel in the export's slots
+   * (page-slots.ts): only for a response written straight to its socket.
+   */
+  async open(
+    format: ExportFormat,
+    filter: EntryFilter,
+    pageSize: number,
+    variables: ServerVariables,
+    { pending, client = ANYONE }: TaskOptions & { pending?: () => number } = {},
+  ): Promise<AsyncGenerator<Uint8Array>> {
+    this.admit();
+    const seed = exportSeed();
+    const slots = pending === undefined ? undefined : new PageSlots(pending);
+    let page = 0;
+    const task = async (after?: PageTask['after']) => {
+      // The first page comes on its own: an export of one page needs no slots (page-slots.ts).
+      const reserved = after === undefined ? undefined : slots?.take();
+      const result = await this.run<PageResult>(client, 'default', {
+        file: this.file,
+        format,
+        filter,
+        pageSize,
+        variables,
+        seed,
+        page: page++,
+        ...(after ? { after } : {}),
+        ...(reserved ? { slot: reserved.slot } : {}),
+      } satisfies PageTask);
+      return { ...result, slot: reserved?.index };
+    };
+    type Page = Awaited<ReturnType<typeof task>>;
+    /** own is a chunk of the file that comes in a buffer of its own, counted when there are slots. */
+    const own = (bytes: Uint8Array) => (slots === undefined ? bytes : slots.counts(bytes));
+    /** chunk is a page's chunk of the file, or null for an empty page. */
+    const chunk = ({ bytes, slot }: Page): Uint8Array | null => {
+      if (typeof bytes === 'number') {
+        if (bytes > 0) return slots!.chunk(slot!, bytes);
+        slots!.release(slot!);
+        return null;
+      }
+      if (slot !== undefined) slots!.release(slot);
+      return bytes.length === 0 ? null : own(bytes);
+    };
+    const first = await task();
+    const empty = typeof first.bytes === 'number' ? first.bytes === 0 : first.bytes.length === 0;
+    const encoder = new TextEncoder();
+    async function* file(): AsyncGenerator<Uint8Array> {
+      const head = exportHead(format);
+      if (head !== '') yield own(encoder.encode(head));
+      // The worker reads the next page while this one is sent: one page ahead, no more.
+      let current = first;
+      let ahead = current.next === null ? null : task(current.next);
+      try {
+        let piece = chunk(current);
+        if (piece !== null) yield piece;
+        while (ahead !== null) {
+          // After this await, every chunk yielded before has been written to the response (PageSlots.take).
+          current = await ahead;
+          ahead = current.next === null ? null : task(current.next);
+          piece = chunk(current);
+          if (piece !== null) yield piece;
+        }
+      } finally {
+        // A client gone mid-file: the page read ahead is dropped, and so is any error it ends with.
+        ahead?.catch(() => {});
+      }
+      const tail = exportTail(format, empty);
+      if (tail !== '') yield own(encoder.encode(tail));
+    }
+    return file();
+  }
+
+  /**
+   * searchPage reads a page of the search page (EntryQuery.searchPage) in the worker. With a common
+   * term, finding every match and counting them took the event loop 0.37 s at 200,000 entries; here
+   * the page waits for the worker (behind any export's page in its queue) and no other request waits.
+   */
+  searchPage(filter: EntryFilter, limit: number, position: SearchTask['position'], { client = ANYONE }: TaskOptions = {}): Promise<SearchPage> {
+    this.admit();
+    return this.run<SearchPage>(client, 'searchTask', { file: this.file, filter, limit, position } satisfies SearchTask);
+  }
+
+  /** list reads a list of entries (EntryQuery.list) in the worker: the admin search, for one. */
+  list(query: ListTask['query'], { client = ANYONE }: TaskOptions = {}): Promise<ListedEntry[]> {
+    this.admit();
+    return this.run<ListedEntry[]>(client, 'listTask', { file: this.file, query } satisfies ListTask);
+  }
+
+  /**
+   * odata runs a read of the OData interface (storage/odata-reads.ts) in a worker, and tells the
+   * database time it took, `spent`, even when it fails. `continued` marks a later page of a walk
+   * already answering, which is never refused.
+   */
+  async odata<R extends ODataRead>(
+    read: R,
+    variableTokens: readonly string[],
+    { client = ANYONE, continued = false, spent }: TaskOptions & { continued?: boolean; spent?: (ms: number) => void } = {},
+  ): Promise<ODataAnswer<R>> {
+    if (!continued) this.admit();
+    const { answer, dbMs } = await this.run<{ answer: ODataAnswer<R>; dbMs: number }>(
+      client,
+      'odataTask',
+      { file: this.file, read, variableTokens } satisfies ODataTask,
+      (failure) => spent?.(failure.dbMs ?? 0),
+    );
+    spent?.(dbMs);
+    return answer;
+  }
+
+  /**
+   * run runs a task of worker.ts (`name`: its export) for `client` in its turn, and turns a failure
+   * back into an error of its kind (after telling `failed`).
+   */
+  private async run<T>(
+    client: string,
+    name: 'default' | 'searchTask' | 'listTask' | 'odataTask',
+    task: PageTask | SearchTask | ListTask | ODataTask,
+    failed?: (failure: PageFailure) => void,
+  ): Promise<T> {
+    const queued = performance.now();
+    const result = await this.queue.run(client, async () => (await (await this.piscina()).run(task, { name })) as T | PageFailure);
+    this.taskMs += (performance.now() - queued - this.taskMs) / 16;
+    if (typeof result === 'object' && result !== null && 'failed' in result) {
+      failed?.(result);
+      throw revived(result.failed);
+    }
+    return result as T;
+  }
+
+  async close(): Promise<void> {
+    this.unwatch();
+    if (this.started !== null) await (await this.started).close();
+  }
+}
+
+/** revived is the error a worker's failure stands for, of the class the main thread's callers know. */
+function revived(failed: PageFailure['failed']): Error {
+  if (failed.name === 'TimeLimitError' && failed.limitMs !== undefined) return new TimeLimitError(failed.limitMs);
+  if (failed.name === 'ODataRequestError') return new ODataRequestError(failed.message, (failed.status ?? 400) as ODataRequestError['status']);
+  return Object.assign(new Error(failed.message), failed.code === undefined ? {} : { code: failed.code });
+}
