@@ -10,6 +10,7 @@ import { loadDemo } from './demo/load-demo.ts';
 import { createCardService } from './services/cards/index.ts';
 import { galaxyBehind, GalaxyBackground } from './services/galaxy/background.ts';
 import { limitHeapGrowth } from './heap-growth.ts';
+import { connectionBudget, connectionLimits, descriptorLimit, limitConnections } from './plugins/connections.ts';
 import { compilePendingSchemas } from './schemas/compile-later.ts';
 import { createStorage } from './storage/index.ts';
 
@@ -55,6 +56,23 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   }
   if (migrated.length > 0) app.log.info({ migrated }, 'database schema migrated');
 
+  // Connections get a budget below the descriptor limit, so that the database, the threads and the
+  // logs always have descriptors left (plugins/connections.ts).
+  const descriptors = descriptorLimit();
+  const limits = connectionLimits(config, descriptors.limit);
+  limitConnections(app.server, limits);
+  app.log.info(
+    { descriptorLimit: descriptors.known ? descriptors.limit : null, maxConnections: limits.max, maxConnectionsPerClient: limits.perClient },
+    descriptors.known ? 'connection limits' : `connection limits (the descriptor limit could not be read; assumed ${descriptors.limit})`,
+  );
+  if (limits.max > connectionBudget(descriptors.limit)) {
+    app.log.warn(
+      { descriptorLimit: descriptors.limit, maxConnections: limits.max },
+      'MAX_CONNECTIONS leaves fewer than the reserved file descriptors for the database, threads and logs; ' +
+        'raise the descriptor limit (ulimit -n, LimitNOFILE) or lower MAX_CONNECTIONS',
+    );
+  }
+
   if (config.demoData && database.quirks.embedded && (await storage.entries.countAll()) === 0) {
     const demo = await loadDemo(storage);
     app.log.info(demo, 'empty database: demo data loaded');
@@ -92,6 +110,10 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   process.once('SIGINT', () => shutdown('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
+  // Once listening, the server's errors are failed accepts (EMFILE with every descriptor taken, a
+  // connection reset in the backlog): Node emits them on the server, and without a listener they
+  // would end the process. The connections already open go on, and accepting resumes by itself.
+  app.server.on('error', (error) => app.log.error({ err: error }, 'a connection could not be accepted'));
   // Request and response schemas compile on first use; the rest in the background (schemas/compile-later.ts),
   // from a second after listening: begun at once, the first of them (Ajv's meta-schema, about 100 ms on a
   // slow host) kept the first requests waiting (docs/performance.md, "Start").

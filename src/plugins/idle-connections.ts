@@ -33,13 +33,19 @@ export function dropIdleConnections(server: Server, idleMs: number): void {
     () => {
       const now = performance.now();
       for (const [socket, seen] of open) {
-        const bytes = traffic(socket);
-        if (bytes !== seen.bytes) {
-          seen.bytes = bytes;
-          seen.since = now;
-        } else if (now - seen.since >= idleMs) {
-          open.delete(socket);
-          socket.destroy();
+        // A connection that cannot be read or closed now must neither end the sweep for the others
+        // nor throw out of the timer, which would end the process; the next sweep tries it again.
+        try {
+          const bytes = traffic(socket);
+          if (bytes !== seen.bytes) {
+            seen.bytes = bytes;
+            seen.since = now;
+          } else if (now - seen.since >= idleMs) {
+            open.delete(socket);
+            socket.destroy();
+          }
+        } catch {
+          continue;
         }
       }
     },
