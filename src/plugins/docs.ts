@@ -20,7 +20,7 @@
 import { setImmediate as giveWay } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import { baseUrlOf } from './links.ts';
+import { absoluteBase, baseUrlOf, varyOnHost } from './links.ts';
 import { notFound } from './problem.ts';
 import { PROBLEM_SCHEMA_ID } from '../schemas/api.ts';
 import { ODATA_COMPONENTS, ODATA_PATHS } from '../schemas/odata.ts';
@@ -252,7 +252,7 @@ export default fp(
       if (described !== null) await (await described.catch(() => null))?.close();
     });
 
-    app.get('/openapi.json', { schema: { hide: true } }, async (request) => documentFor((await docs()).swagger() as unknown as Json, baseUrlOf(request)));
+    app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => documentFor((await docs()).swagger() as unknown as Json, absoluteBase(request, reply)));
 
     const filesByTag = new Map<string, ForwardedAnswer>();
     const filesByPath = new Map<string, ForwardedAnswer>();
@@ -322,6 +322,9 @@ export default fp(
       // A 404 of Fastify's own format there is one of this process's here (and no path is echoed).
       if (answer.status === 404) throw notFound('The API reference has no such page or file; it starts at /docs.');
       reply.headers(answer.headers);
+      // The reference's document (`/docs/json`) names the base URL as its server; its static files
+      // are the same for every host.
+      if (app.config.baseUrl === null && !path.startsWith(STATIC_PREFIX)) varyOnHost(reply);
       // An empty answer (a redirect, a 304) stays without a body, and so without a Content-Type.
       return reply.code(answer.status).send(answer.body.length === 0 ? undefined : answer.body);
     };

@@ -7,7 +7,7 @@ import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { notFound } from '../../plugins/problem.ts';
 import { Emoji, EmojiImageParams, NOT_MODIFIED, problemResponses, Variable } from '../../schemas/api.ts';
 import { compareCodePoints } from '../../storage/variables.ts';
-import { baseUrlOf } from '../../plugins/links.ts';
+import { absoluteBase } from '../../plugins/links.ts';
 
 /** An emoji image's file name: `<name>.<extension>`. */
 const EMOJI_FILE = new RegExp(`^(${EMOJI_NAME_SOURCE})\\.([a-z]+)$`);
@@ -29,7 +29,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const revision = await cache.current();
-      const base = baseUrlOf(request);
+      const base = absoluteBase(request, reply);
       // The links depend on the host the client used, so the tag does too.
       if (notModified(request, reply, revisionTag(revision, hashHost(base)), 'no-cache')) return reply;
       return (await emojis.list()).map((emoji) => ({

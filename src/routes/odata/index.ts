@@ -24,7 +24,7 @@ import { METADATA_CONTENT_TYPE, metadataDocument, SERVICE_CONTENT_TYPE, jsonServ
 import { notModified } from '../../plugins/http-cache.ts';
 import { isKeysetOrder, STREAM_PAGE_SIZE, TimeLimitError, type EntryListQuery } from '../../storage/entry-query.ts';
 import type { EntryRecord } from '../../storage/entries.ts';
-import { baseUrlOf } from '../../plugins/links.ts';
+import { absoluteBase } from '../../plugins/links.ts';
 import { UNSHARED, type FairShare } from '../../plugins/fair-share.ts';
 import { odataErrorHandler, sendODataError } from './errors.ts';
 import { responseFormatOf } from '../../formats/odata/negotiate.ts';
@@ -72,11 +72,11 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   });
 
   /** The absolute service root, e.g. `https://example.org/odata/v2/`. */
-  const serviceRootOf = (request: FastifyRequest) => `${baseUrlOf(request)}${prefix}/`;
+  const serviceRootOf = (request: FastifyRequest, reply: FastifyReply) => `${absoluteBase(request, reply)}${prefix}/`;
 
   /** A weak ETag from the revision and everything the response depends on. */
   async function revalidate(request: FastifyRequest, reply: FastifyReply, format: ODataFormat): Promise<boolean> {
-    const tag = createHash('sha256').update(JSON.stringify([format, serviceRootOf(request), request.url])).digest('base64url').slice(0, 16);
+    const tag = createHash('sha256').update(JSON.stringify([format, serviceRootOf(request, reply), request.url])).digest('base64url').slice(0, 16);
     return notModified(request, reply, `W/"r${await cache.current()}-${tag}"`, 'no-cache');
   }
 
@@ -112,7 +112,7 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     if (queryAt !== -1) checkQueryEncoding(url.slice(queryAt + 1));
     const query = parseQueryOptions(request.query as Record<string, unknown>);
     const format = responseFormatOf(request, query.format);
-    const serviceRoot = serviceRootOf(request);
+    const serviceRoot = serviceRootOf(request, reply);
 
     switch (resource.kind) {
       case 'service':
@@ -237,8 +237,8 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   }
 
   // Described in the API document by schemas/odata.ts: OData's URL conventions are no route schema.
-  app.get('/', { schema: { hide: true } }, handleWithinTime);
-  app.get('/*', { schema: { hide: true } }, handleWithinTime);
+  app.get('/', { schema: { hide: true }, config: { heavy: true } }, handleWithinTime);
+  app.get('/*', { schema: { hide: true }, config: { heavy: true } }, handleWithinTime);
 };
 
 /**
@@ -271,18 +271,14 @@ function nextLink(request: FastifyRequest, serviceRoot: string, query: ODataQuer
  */
 async function* walk(first: WalkPage, next: (seek: unknown[]) => Promise<WalkPage>, more: (rows: number) => boolean): AsyncGenerator<EntryRecord[]> {
   let current = first;
-  let ahead: Promise<WalkPage> | null = null;
-  try {
-    for (;;) {
-      ahead = current.seek !== null && more(current.rows.length) ? next(current.seek) : null;
-      if (current.rows.length > 0) yield current.rows;
-      if (ahead === null) return;
-      current = await ahead;
-      ahead = null;
-    }
-  } finally {
-    // A client gone mid-feed: the page read ahead is dropped, and so is any error it ends with.
+  for (;;) {
+    const ahead = current.seek !== null && more(current.rows.length) ? next(current.seek) : null;
+    // Its failure is met by the await below, or dropped with it when the client has gone meanwhile;
+    // never a rejection without a handler while this page is being sent.
     ahead?.catch(() => {});
+    if (current.rows.length > 0) yield current.rows;
+    if (ahead === null) return;
+    current = await ahead;
   }
 }
 

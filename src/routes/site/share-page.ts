@@ -19,7 +19,7 @@ import { notModified } from '../../plugins/http-cache.ts';
 import { badRequest, notFound } from '../../plugins/problem.ts';
 import { assetUrl } from '../../web/assets.ts';
 import { escapeHtml } from '../../web/html.ts';
-import { baseUrlOf } from '../../plugins/links.ts';
+import { absoluteBase } from '../../plugins/links.ts';
 
 export { escapeHtml };
 
@@ -69,7 +69,7 @@ const sharePageRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
     const card = await app.cards.describe(app.storage, entry);
     const html = sharePage({
-      base: baseUrlOf(request),
+      base: absoluteBase(request, reply),
       uuid,
       text: card.text,
       emojiFiles: new Map(card.emojis.map((e) => [e.name, `${e.name}.${IMAGE_EXTENSIONS[e.contentType as ImageType] ?? 'png'}`])),
