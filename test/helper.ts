@@ -72,8 +72,8 @@ export async function freshDatabaseUrl(dir: string): Promise<{ url: string; drop
 export async function createTestApp(options: TestOptions = {}): Promise<TestContext> {
   const dir = tempDir();
   const target = await freshDatabaseUrl(dir);
-  // Rate limits and overload refusals are off unless a test turns them on: most tests send many
-  // requests from one address, and a busy CI machine must not turn them into 503s.
+  // Rate limits, fair-share limits and overload refusals are off unless a test turns them on: most
+  // tests send many requests from one address, and a busy CI machine must not turn them into 503s.
   const config = loadConfig({
     DATABASE_URL: target.url,
     LOG_LEVEL: 'silent',
@@ -81,6 +81,8 @@ export async function createTestApp(options: TestOptions = {}): Promise<TestCont
     RATE_LIMIT_IMAGE: 'off',
     RATE_LIMIT_REPORT: 'off',
     OVERLOAD_MAX_EVENT_LOOP_DELAY: 'off',
+    HEAVY_REQUESTS_PER_CLIENT: 'off',
+    ODATA_TIME_BUDGET: 'off',
     ...options.env,
   });
   const database = await openDatabase(config.database, { busyTimeoutMs: config.sqliteBusyTimeoutMs });

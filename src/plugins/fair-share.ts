@@ -58,10 +58,14 @@ export class TimeBudgets {
     return Math.max(0, entry.ms - ((now - entry.at) * this.budget.ms) / this.budget.windowMs);
   }
 
-  /** retryAfterSeconds is how long `client` must wait before its next read, or 0 when it may read now. */
+  /**
+   * retryAfterSeconds is how long `client` must wait before its next read, or 0 when it may read now;
+   * never longer than the window, whatever one read cost.
+   */
   retryAfterSeconds(client: string): number {
     const over = this.owed(client, this.now()) - this.budget.ms;
-    return over < 0 ? 0 : Math.max(1, Math.ceil((over * this.budget.windowMs) / this.budget.ms / 1000));
+    if (over < 0) return 0;
+    return Math.max(1, Math.ceil(Math.min(this.budget.windowMs, (over * this.budget.windowMs) / this.budget.ms) / 1000));
   }
 
   /** charge adds `ms` of database time to what `client` has spent. */

@@ -237,8 +237,8 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   }
 
   // Described in the API document by schemas/odata.ts: OData's URL conventions are no route schema.
-  app.get('/', { schema: { hide: true } }, handleWithinTime);
-  app.get('/*', { schema: { hide: true } }, handleWithinTime);
+  app.get('/', { schema: { hide: true }, config: { heavy: true } }, handleWithinTime);
+  app.get('/*', { schema: { hide: true }, config: { heavy: true } }, handleWithinTime);
 };
 
 /**
@@ -271,18 +271,14 @@ function nextLink(request: FastifyRequest, serviceRoot: string, query: ODataQuer
  */
 async function* walk(first: WalkPage, next: (seek: unknown[]) => Promise<WalkPage>, more: (rows: number) => boolean): AsyncGenerator<EntryRecord[]> {
   let current = first;
-  let ahead: Promise<WalkPage> | null = null;
-  try {
-    for (;;) {
-      ahead = current.seek !== null && more(current.rows.length) ? next(current.seek) : null;
-      if (current.rows.length > 0) yield current.rows;
-      if (ahead === null) return;
-      current = await ahead;
-      ahead = null;
-    }
-  } finally {
-    // A client gone mid-feed: the page read ahead is dropped, and so is any error it ends with.
+  for (;;) {
+    const ahead = current.seek !== null && more(current.rows.length) ? next(current.seek) : null;
+    // Its failure is met by the await below, or dropped with it when the client has gone meanwhile;
+    // never a rejection without a handler while this page is being sent.
     ahead?.catch(() => {});
+    if (current.rows.length > 0) yield current.rows;
+    if (ahead === null) return;
+    current = await ahead;
   }
 }
 

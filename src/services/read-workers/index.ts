@@ -187,20 +187,22 @@ export class ReadWorkers {
       if (head !== '') yield own(encoder.encode(head));
       // The worker reads the next page while this one is sent: one page ahead, no more.
       let current = first;
-      let ahead = current.next === null ? null : task(current.next);
-      try {
-        let piece = chunk(current);
-        if (piece !== null) yield piece;
-        while (ahead !== null) {
-          // After this await, every chunk yielded before has been written to the response (PageSlots.take).
-          current = await ahead;
-          ahead = current.next === null ? null : task(current.next);
-          piece = chunk(current);
-          if (piece !== null) yield piece;
-        }
-      } finally {
-        // A client gone mid-file: the page read ahead is dropped, and so is any error it ends with.
+      // A page read ahead fails at the await that takes it, or is dropped with any error it ends with
+      // when the client has gone meanwhile; never a rejection without a handler while a page is sent.
+      const readAhead = (from: Page['next']) => {
+        const ahead = from === null ? null : task(from);
         ahead?.catch(() => {});
+        return ahead;
+      };
+      let ahead = readAhead(current.next);
+      let piece = chunk(current);
+      if (piece !== null) yield piece;
+      while (ahead !== null) {
+        // After this await, every chunk yielded before has been written to the response (PageSlots.take).
+        current = await ahead;
+        ahead = readAhead(current.next);
+        piece = chunk(current);
+        if (piece !== null) yield piece;
       }
       const tail = exportTail(format, empty);
       if (tail !== '') yield own(encoder.encode(tail));
