@@ -16,6 +16,7 @@ import { cardFonts } from './fonts.ts';
 import { textScripts, type ScriptFace } from './scripts.ts';
 import { scanCustomEmojis } from '../../domain/emojis.ts';
 import { twemojiDataUri } from './twemoji.ts';
+import { CARD_EMOJI_PIXELS, CARD_MAX_CHARACTERS, cutCardText, declaredPixels, EMOJI_MAX_PIXELS, EMOJI_SCALED_SIDE } from './limits.ts';
 
 export { CARD_DESIGN_VERSION } from './card.ts';
 
@@ -83,8 +84,8 @@ interface Prepared {
 }
 
 async function prepare(input: ShareCardInput): Promise<Prepared> {
-  const { text, graphemeImages } = await withEmojiGlyphs(input.text, input.emojis);
-  const scripts = textScripts(input.text);
+  const { text, shown, graphemeImages } = await withEmojiGlyphs(input.text, input.emojis);
+  const scripts = textScripts(shown);
   return { text, graphemeImages, faces: scripts.faces, flow: { direction: scripts.direction, lang: scripts.lang } };
 }
 
@@ -196,47 +197,78 @@ const CONVERTED_TYPES: ReadonlySet<string> = new Set(['image/webp']);
 
 /**
  * withEmojiGlyphs turns each known `:name:` into one private-use character that satori draws from
- * the emoji's image at text height (satori maps images to single graphemes only). Characters the text
- * already contains are skipped, so a private-use character typed into an entry stays what it was.
- * resvg cannot decode WebP, so a WebP emoji is converted to PNG (its first frame) with sharp.
+ * the emoji's image at text height (satori maps images to single graphemes only), and cuts the text
+ * to what a card draws (cutCardText). Characters the text already contains are skipped, so a
+ * private-use character typed into an entry stays what it was. `text` is what satori lays out,
+ * `shown` the same before the emojis were replaced.
+ *
+ * Nothing is decoded beyond the pixel budgets (limits.ts): an emoji whose image declares more than
+ * EMOJI_MAX_PIXELS stays `:name:` text, and when the emojis drawn would decode more than
+ * CARD_EMOJI_PIXELS together, each is drawn from a copy scaled to EMOJI_SCALED_SIDE. resvg cannot
+ * decode WebP, so a WebP emoji is converted to PNG (its first frame) with sharp.
  */
 export async function withEmojiGlyphs(
   text: string,
   emojis: ReadonlyMap<string, CustomEmojiImage>,
-): Promise<{ text: string; graphemeImages: Record<string, string> }> {
+): Promise<{ text: string; shown: string; graphemeImages: Record<string, string> }> {
   const graphemeImages: Record<string, string> = {};
-  if (emojis.size === 0) return { text, graphemeImages };
+  const usable = new Map<string, { emoji: CustomEmojiImage; pixels: number | null }>();
+  for (const [name, emoji] of emojis) {
+    if (!DRAWABLE_TYPES.has(emoji.contentType) && !CONVERTED_TYPES.has(emoji.contentType)) continue;
+    const pixels = declaredPixels(emoji.image);
+    if (pixels === null || pixels <= EMOJI_MAX_PIXELS) usable.set(name, { emoji, pixels });
+  }
+  if (usable.size === 0) {
+    const shown = cutCardText(text);
+    return { text: shown, shown, graphemeImages };
+  }
+  const isUsable = (name: string) => usable.has(name);
   const glyphs = new Map<string, string>();
   let next = 0xe000;
-  const replaced = scanCustomEmojis(
-    text,
-    (name) => {
-      const type = emojis.get(name)?.contentType ?? '';
-      return DRAWABLE_TYPES.has(type) || CONVERTED_TYPES.has(type);
-    },
-    (name) => {
-      let glyph = glyphs.get(name);
-      if (glyph === undefined) {
-        while (text.includes(String.fromCodePoint(next))) next++;
-        glyph = String.fromCodePoint(next++);
-        glyphs.set(name, glyph);
-      }
-      return glyph;
-    },
-  );
-  await Promise.all(
-    [...glyphs].map(async ([name, glyph]) => {
-      const emoji = emojis.get(name)!;
-      const drawable = DRAWABLE_TYPES.has(emoji.contentType) ? emoji : await toPng(emoji.image);
-      graphemeImages[glyph] = `data:${drawable.contentType};base64,${Buffer.from(drawable.image.buffer, drawable.image.byteOffset, drawable.image.byteLength).toString('base64')}`;
+  const replacedWhole = scanCustomEmojis(text, isUsable, (name) => {
+    let glyph = glyphs.get(name);
+    if (glyph === undefined) {
+      while (text.includes(String.fromCodePoint(next))) next++;
+      glyph = String.fromCodePoint(next++);
+      glyphs.set(name, glyph);
+    }
+    return glyph;
+  });
+  const shown = cutCardText(text, CARD_MAX_CHARACTERS, { replaced: replacedWhole, tokens: new Map([...glyphs].map(([name, glyph]) => [glyph, `:${name}:`])) });
+  // The cut ends outside every token, so the cut text has the same tokens as the start of the whole.
+  const uses = new Map<string, number>();
+  const replaced = scanCustomEmojis(shown, isUsable, (name) => {
+    uses.set(name, (uses.get(name) ?? 0) + 1);
+    return glyphs.get(name)!;
+  });
+  // An image whose header cannot be read counts as one pixel: it is drawn as nothing (toDrawable).
+  let decoded = 0;
+  for (const [name, count] of uses) decoded += count * (usable.get(name)!.pixels ?? 1);
+  const scale = decoded > CARD_EMOJI_PIXELS;
+  const images = await Promise.all(
+    [...uses.keys()].map(async (name) => {
+      const { emoji, pixels } = usable.get(name)!;
+      const drawable = await toDrawable(emoji, pixels !== null, scale);
+      const uri = `data:${drawable.contentType};base64,${Buffer.from(drawable.image.buffer, drawable.image.byteOffset, drawable.image.byteLength).toString('base64')}`;
+      return [glyphs.get(name)!, uri] as const;
     }),
   );
-  return { text: replaced, graphemeImages };
+  for (const [glyph, uri] of images) graphemeImages[glyph] = uri;
+  return { text: replaced, shown, graphemeImages };
 }
 
-async function toPng(image: Uint8Array): Promise<CustomEmojiImage> {
-  // A broken image draws as nothing rather than failing the card; uploads are checked, so this is rare.
-  const png = await sharp(image).png().toBuffer().catch(() => EMPTY_PNG);
+/**
+ * toDrawable returns an image resvg can draw within the budgets: the stored one, or a PNG made by
+ * sharp (from WebP, or scaled down), never decoding more than EMOJI_MAX_PIXELS. An image whose header
+ * cannot be read, or that sharp cannot decode, draws as nothing rather than failing the card; uploads
+ * are checked, so this is rare.
+ */
+async function toDrawable(emoji: CustomEmojiImage, readable: boolean, scale: boolean): Promise<CustomEmojiImage> {
+  if (!readable) return { contentType: 'image/png', image: EMPTY_PNG };
+  if (DRAWABLE_TYPES.has(emoji.contentType) && !scale) return emoji;
+  let image = sharp(emoji.image, { limitInputPixels: EMOJI_MAX_PIXELS });
+  if (scale) image = image.resize(EMOJI_SCALED_SIDE, EMOJI_SCALED_SIDE, { fit: 'inside', withoutEnlargement: true });
+  const png = await image.png().toBuffer().catch(() => EMPTY_PNG);
   return { contentType: 'image/png', image: png };
 }
 

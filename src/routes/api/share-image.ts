@@ -1,7 +1,8 @@
 /**
  * The share image of an entry (`GET /api/v1/nonsense/<uuid>.png`, contract section 7): a 1200×630
  * PNG card from the card service (src/services/cards/): cached in memory, drawn in render workers,
- * one render for concurrent requests for the same card, refused with 503 when the pool is full.
+ * one render for concurrent requests for the same card, refused with 503 when the pool is full, and
+ * with 503 while a failed render of the card is remembered (CardUnavailable).
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -11,7 +12,7 @@ import { uuidSegment } from '../../domain/uuid.ts';
 import { shareImageRefused } from '../../metrics/registry.ts';
 import { notModified } from '../../plugins/http-cache.ts';
 import { notFound, sendProblem } from '../../plugins/problem.ts';
-import { CardQueueFull, RenderAborted } from '../../services/cards/index.ts';
+import { CardQueueFull, CardUnavailable, RenderAborted } from '../../services/cards/index.ts';
 
 import { EntryPathParams, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
 
@@ -61,9 +62,12 @@ async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid
   if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
   const card = await cards.describe(storage, entry);
   if (notModified(request, reply, `"${card.key.slice(0, 32)}"`, SHARE_IMAGE_CACHE_CONTROL)) return reply;
-  reply.type('image/png');
   const cached = cards.cached(card);
-  if (cached !== undefined) return reply.send(cached);
+  if (cached !== undefined) return reply.type('image/png').send(cached);
+  // A card whose render failed lately is refused at once, HEAD included, without drawing it again.
+  const failed = cards.failure(card);
+  if (failed !== undefined) return sendUnavailable(reply, failed);
+  reply.type('image/png');
   // An empty stream: Fastify then sends the headers without inventing a Content-Length of 0.
   if (request.method === 'HEAD') return reply.send(Readable.from([]));
   // The client hanging up before the card is done stops waiting for it (and the render, when nobody else waits).
@@ -81,10 +85,25 @@ async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid
       reply.header('retry-after', String(error.retryAfterSeconds)).header('cache-control', 'no-store');
       return sendProblem(reply, 503, `Too many new share images are being drawn right now; try again in ${error.retryAfterSeconds} s.`);
     }
+    if (error instanceof CardUnavailable) {
+      // Logged where the render itself failed; a failure answered from memory has no cause of its own.
+      if (error.cause !== undefined) {
+        const log = error.reason === 'error' ? request.log.error.bind(request.log) : request.log.warn.bind(request.log);
+        log({ reqId: request.id, url: request.url, reason: error.reason, err: error.cause }, 'share image not drawn');
+      }
+      return sendUnavailable(reply, error);
+    }
     // Nobody is left to read an answer; 499 (client closed the request) keeps it apart in logs and metrics.
     if (error instanceof RenderAborted) return reply.code(499).send();
     throw error;
   } finally {
     reply.raw.off('close', onClose);
   }
+}
+
+/** sendUnavailable answers 503 for a card whose render failed, with when it will be tried again. */
+function sendUnavailable(reply: FastifyReply, error: CardUnavailable): FastifyReply {
+  reply.removeHeader('etag');
+  reply.header('retry-after', String(error.retryAfterSeconds)).header('cache-control', 'no-store');
+  return sendProblem(reply, 503, `${error.message.replace(/\.$/, '')}; it is not tried again for ${error.retryAfterSeconds} s.`);
 }

@@ -1,7 +1,9 @@
 /**
  * The share cards service: what a card shows, the in-memory card cache in front of the render pool,
- * and one render for any number of concurrent requests for the same card. Built at start (server.ts,
- * the test helper) and given to the app; it owns worker threads, so its owner closes it.
+ * one render for any number of concurrent requests for the same card, and a memory of the cards whose
+ * render failed, so that a card that cannot be drawn costs one render in FAILURE_MEMORY_MS, not one a
+ * request. Built at start (server.ts, the test helper) and given to the app; it owns worker threads,
+ * so its owner closes it.
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config.ts';
@@ -14,9 +16,38 @@ import type { EntryRecord } from '../../storage/entries.ts';
 import type { EmojiInfo } from '../../storage/emojis.ts';
 import type { Storage } from '../../storage/index.ts';
 import { CardCache } from './cache.ts';
-import { RenderAborted, RenderPool, type PoolStats } from './pool.ts';
+import { RenderAborted, RenderFailed, RenderPool, RenderTimedOut, type PoolStats } from './pool.ts';
 
 export { CardQueueFull, RenderAborted } from './pool.ts';
+
+/**
+ * How long a card whose render failed (time limit, worker out of memory, any error of the worker) is
+ * answered 503 without being drawn again. Its key covers the entry's version, so an edited entry is
+ * tried afresh at once.
+ */
+export const FAILURE_MEMORY_MS = 10 * 60_000;
+/** Failed cards remembered at most (about 150 bytes each); beyond, the oldest are forgotten first. */
+const MAX_FAILURES = 10_000;
+
+/** The error a card is refused with when its render failed, now or within FAILURE_MEMORY_MS. */
+export class CardUnavailable extends Error {
+  constructor(
+    readonly reason: 'timeout' | 'memory' | 'error',
+    readonly retryAfterSeconds: number,
+    /** The render's own error when this request's render failed; undefined for a remembered failure. */
+    cause?: unknown,
+  ) {
+    super(
+      reason === 'timeout'
+        ? 'This share image could not be drawn within the time allowed.'
+        : reason === 'memory'
+          ? 'This share image could not be drawn within the memory allowed.'
+          : 'This share image could not be drawn.',
+      cause === undefined ? undefined : { cause },
+    );
+    this.name = 'CardUnavailable';
+  }
+}
 
 /** What a card shows, and the key that identifies its bytes. */
 export interface ShareCard {
@@ -48,6 +79,8 @@ export interface CardServiceOptions {
   threads: number;
   /** Renders that may wait for a thread. */
   maxQueue: number;
+  /** Wall time a render may take once it has a thread, in ms (default: the pool's, 10 s). */
+  timeoutMs?: number;
 }
 
 interface Pending {
@@ -60,11 +93,13 @@ export class CardService {
   readonly cache: CardCache;
   private readonly pool: RenderPool;
   private readonly pending = new Map<string, Pending>();
+  /** Card keys whose render failed, with when that is forgotten (Date.now() ms), oldest first. */
+  private readonly failures = new Map<string, { reason: CardUnavailable['reason']; until: number }>();
   private readonly unwatch: () => void;
 
   constructor(private readonly options: CardServiceOptions) {
     this.cache = new CardCache(options.cacheBytes);
-    this.pool = new RenderPool({ threads: options.threads, maxQueue: options.maxQueue });
+    this.pool = new RenderPool({ threads: options.threads, maxQueue: options.maxQueue, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) });
     this.unwatch = watchCards(() => ({ cacheBytes: this.cache.bytes, cacheCards: this.cache.size, ...this.pool.stats }));
   }
 
@@ -80,10 +115,18 @@ export class CardService {
     return hit;
   }
 
+  /** failure returns the error a card is refused with while its failed render is remembered, else undefined. */
+  failure(card: ShareCard): CardUnavailable | undefined {
+    this.forgetExpired();
+    const failed = this.failures.get(card.key);
+    return failed === undefined ? undefined : new CardUnavailable(failed.reason, Math.max(1, Math.ceil((failed.until - Date.now()) / 1000)));
+  }
+
   /**
    * png returns the card's PNG: from the cache, from a render already running for it, or from a new
    * render in the pool. When `signal` aborts, this caller stops waiting (RenderAborted), and the
-   * render stops too once no caller waits for it. Rejects with CardQueueFull when the pool is full.
+   * render stops too once no caller waits for it. Rejects with CardQueueFull when the pool is full,
+   * and with CardUnavailable when the render fails or failed within FAILURE_MEMORY_MS.
    */
   async png(storage: Storage, card: ShareCard, signal?: AbortSignal): Promise<Buffer> {
     const hit = this.cache.get(card.key);
@@ -91,6 +134,8 @@ export class CardService {
       shareImageCache.inc({ result: 'hit' });
       return hit;
     }
+    const failed = this.failure(card);
+    if (failed !== undefined) throw failed;
     let pending = this.pending.get(card.key);
     if (pending !== undefined) shareImageCache.inc({ result: 'joined' });
     else {
@@ -111,8 +156,30 @@ export class CardService {
     return this.pool.memory();
   }
 
-  get stats(): PoolStats & { cacheBytes: number; cacheCards: number } {
-    return { ...this.pool.stats, cacheBytes: this.cache.bytes, cacheCards: this.cache.size };
+  get stats(): PoolStats & { cacheBytes: number; cacheCards: number; failedCards: number } {
+    this.forgetExpired();
+    return { ...this.pool.stats, cacheBytes: this.cache.bytes, cacheCards: this.cache.size, failedCards: this.failures.size };
+  }
+
+  /** remember keeps a card's failure for FAILURE_MEMORY_MS and returns the error its callers get. */
+  private remember(key: string, error: RenderTimedOut | RenderFailed): CardUnavailable {
+    const reason = error instanceof RenderTimedOut ? 'timeout' : error.outOfMemory ? 'memory' : 'error';
+    this.failures.delete(key);
+    this.failures.set(key, { reason, until: Date.now() + FAILURE_MEMORY_MS });
+    for (const oldest of this.failures.keys()) {
+      if (this.failures.size <= MAX_FAILURES) break;
+      this.failures.delete(oldest);
+    }
+    return new CardUnavailable(reason, FAILURE_MEMORY_MS / 1000, error);
+  }
+
+  /** forgetExpired drops the failures whose time is up: every entry has the same lifetime, so they are the first ones. */
+  private forgetExpired(): void {
+    const now = Date.now();
+    for (const [key, { until }] of this.failures) {
+      if (until > now) break;
+      this.failures.delete(key);
+    }
   }
 
   private start(storage: Storage, card: ShareCard): Pending {
@@ -128,7 +195,7 @@ export class CardService {
       },
       (error: unknown) => {
         forget();
-        throw error;
+        throw error instanceof RenderTimedOut || error instanceof RenderFailed ? this.remember(card.key, error) : error;
       },
     );
     // Nobody may be left to hear a failure (all callers gone); it must not be an unhandled rejection.
@@ -186,5 +253,6 @@ export function createCardService(config: Config): CardService {
     cacheBytes: config.cardCacheBytes,
     threads: config.cardRenderThreads,
     maxQueue: config.cardRenderQueue,
+    timeoutMs: config.cardRenderTimeoutMs,
   });
 }

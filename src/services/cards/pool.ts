@@ -3,7 +3,9 @@
  * It runs at most `threads` renders at once and lets at most `maxQueue` more wait; beyond that it
  * refuses at once (CardQueueFull), so a burst of new cards costs a bounded amount of memory and
  * time. A render nobody waits for any more is dropped from the queue, or, when already running,
- * stopped at its next step.
+ * stopped at its next step; one that does not stop within CANCEL_GRACE_MS has its worker terminated.
+ * A render that runs past its time limit has its worker terminated too (RenderTimedOut), and one
+ * whose worker fails, out of memory or otherwise, ends with RenderFailed.
  */
 import type { Piscina } from 'piscina';
 import type { ShareCardInput } from '../../formats/share-image/render.ts';
@@ -23,6 +25,16 @@ const IDLE_TIMEOUT_MS = 120_000;
 
 /** A worker that goes past this heap is stopped (its render fails) rather than grow without bound. */
 const WORKER_MAX_HEAP_MB = 256;
+
+/**
+ * How long a cancelled render may take to stop by itself, at its next step, before its worker is
+ * terminated. Steps take milliseconds to tens of milliseconds, so a render still running after this
+ * is stuck in one; terminating at once would cost every cancelled render a new worker and its fonts.
+ */
+const CANCEL_GRACE_MS = 1000;
+
+/** The default wall-time limit of a render (CARD_RENDER_TIMEOUT). */
+export const RENDER_TIMEOUT_MS = 10_000;
 /**
  * The worker's young generation, set with the heap limit: given only the old generation's limit, V8
  * sized the young one so that a warm render took 56–59 ms against 31–45 ms with this (or no limit at
@@ -36,6 +48,12 @@ export interface RenderPoolOptions {
   threads: number;
   /** Renders that may wait for a thread; more are refused with CardQueueFull. */
   maxQueue: number;
+  /** Wall time a render may take once it has a thread, in ms (default RENDER_TIMEOUT_MS); then its worker is terminated. */
+  timeoutMs?: number;
+  /** How long a cancelled render may take to stop by itself (default CANCEL_GRACE_MS). */
+  cancelGraceMs?: number;
+  /** The worker's heap limit in MB (default WORKER_MAX_HEAP_MB). */
+  maxHeapMb?: number;
 }
 
 /** The error a render is refused with when the queue is full; retry after `retryAfterSeconds`. */
@@ -51,6 +69,25 @@ export class RenderAborted extends Error {
   constructor() {
     super('Nobody waits for this share image any more.');
     this.name = 'RenderAborted';
+  }
+}
+
+/** The error a render ends with when it runs past its time limit; its worker was terminated. */
+export class RenderTimedOut extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`The share image was not drawn within ${timeoutMs} ms.`);
+    this.name = 'RenderTimedOut';
+  }
+}
+
+/** The error a render ends with when its worker fails: out of memory (`outOfMemory`), or any other error. */
+export class RenderFailed extends Error {
+  readonly outOfMemory: boolean;
+  constructor(cause: unknown) {
+    const outOfMemory = (cause as { code?: unknown } | null)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+    super(outOfMemory ? 'The share image needed more memory than a render worker may use.' : 'The share image could not be drawn.', { cause });
+    this.name = 'RenderFailed';
+    this.outOfMemory = outOfMemory;
   }
 }
 
@@ -84,7 +121,7 @@ export class RenderPool {
       // loaded it last would unload libvips when it exits, and crash the process (sharp's documentation).
       await import('sharp');
       const { Piscina } = await import('piscina');
-      return new Piscina({
+      const piscina = new Piscina({
         filename: WORKER_FILE.href,
         // Threads start with the first card and exit when idle: most processes draw few cards.
         minThreads: 0,
@@ -93,27 +130,56 @@ export class RenderPool {
         // The pool's own queue (below) decides what waits, so piscina never queues.
         maxQueue: this.options.threads,
         concurrentTasksPerWorker: 1,
-        resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+        resourceLimits: { maxOldGenerationSizeMb: this.options.maxHeapMb ?? WORKER_MAX_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       });
+      // piscina emits the error of a worker that fails with no task of its own (while starting, or
+      // between tasks); unheard, the event would end the process. Tasks fail by themselves: with
+      // their worker's error, or at their time limit when it never started.
+      piscina.on('error', () => {});
+      return piscina;
     })();
     return this.started;
   }
 
   /**
    * render draws a card in a worker. It rejects with CardQueueFull when every thread is busy and the
-   * queue is full, and with RenderAborted when `signal` aborts before the card is done.
+   * queue is full, with RenderAborted when `signal` aborts before the card is done, with
+   * RenderTimedOut when the render takes longer than `timeoutMs` (the pool's by default) once it has
+   * a thread, and with RenderFailed when its worker fails.
    */
-  async render(input: ShareCardInput, signal?: AbortSignal): Promise<Buffer> {
+  async render(input: ShareCardInput, signal?: AbortSignal, timeoutMs = this.options.timeoutMs ?? RENDER_TIMEOUT_MS): Promise<Buffer> {
     if (signal?.aborted) throw new RenderAborted();
     if (this.running >= this.options.threads) await this.wait(signal);
     else this.running++;
     const cancel = new Int32Array(new SharedArrayBuffer(4));
-    const onAbort = () => Atomics.store(cancel, 0, 1);
+    // Aborting `terminate` makes piscina terminate the worker running the task (and start another for
+    // the next one): the only way to stop work inside satori's or resvg's own code.
+    const terminate = new AbortController();
+    let timedOut = false;
+    let grace: NodeJS.Timeout | undefined;
+    const onAbort = () => {
+      Atomics.store(cancel, 0, 1);
+      grace = setTimeout(() => terminate.abort(), this.options.cancelGraceMs ?? CANCEL_GRACE_MS);
+    };
     signal?.addEventListener('abort', onAbort, { once: true });
+    const limit = setTimeout(() => {
+      timedOut = true;
+      terminate.abort();
+    }, timeoutMs);
     const started = performance.now();
     try {
       const task: RenderTask = { ...input, cancel };
-      const result = (await (await this.piscina()).run(task)) as RenderResult;
+      let result: RenderResult;
+      try {
+        result = (await (await this.piscina()).run(task, { signal: terminate.signal })) as RenderResult;
+      } catch (error) {
+        if (timedOut) throw new RenderTimedOut(timeoutMs);
+        if (terminate.signal.aborted) {
+          shareImageCancelled.inc();
+          throw new RenderAborted();
+        }
+        throw new RenderFailed(error);
+      }
       if ('cancelled' in result) {
         shareImageCancelled.inc();
         throw new RenderAborted();
@@ -123,6 +189,8 @@ export class RenderPool {
       shareImageRender.observe(ms / 1000);
       return Buffer.from(result.png.buffer, result.png.byteOffset, result.png.byteLength);
     } finally {
+      clearTimeout(limit);
+      clearTimeout(grace);
       signal?.removeEventListener('abort', onAbort);
       this.release();
     }
