@@ -2,11 +2,12 @@
  * `nonsense restore FILE`: loads a backup (see `format.ts`) into an empty database of either engine,
  * all or nothing: one transaction, refused at once when the database holds anything, and rolled back
  * when any line is wrong or the file ends before its end record. The file is read as a stream (gzip
- * recognised by its first bytes) and written in batches, so memory does not grow with its size.
- * Ids, uuids, times, states and token hashes are kept as they were, and the change revision does not
- * go backwards, so clients and caches see the same data under the same revision or a newer one.
+ * recognised by its first bytes, each line bounded by MAX_LINE_BYTES) and written in batches, so
+ * memory does not grow with its size. Every record is checked as the admin API checks the same data
+ * (`format.ts`), and texts are written as it would write them (trimmed). Ids, uuids, times, states and
+ * token hashes are kept as they were, and the change revision does not go backwards, so clients and
+ * caches see the same data under the same revision or a newer one.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
@@ -15,6 +16,7 @@ import type { Database } from '../db/database.ts';
 import { MIGRATIONS } from '../db/migrations/index.ts';
 import type { DB } from '../db/schema.ts';
 import { textKey } from '../domain/text.ts';
+import { LineTooLongError, readLines } from '../import/lines.ts';
 import { BackupFormatError, KINDS, parseHeader, parseRecord, zeroCounts, type Counts, type DataRecord, type HeaderRecord, type Kind } from './format.ts';
 
 /** RestoreError: the backup cannot be restored here; the message says why, and nothing was written. */
@@ -39,8 +41,8 @@ export interface RestoreResult {
 
 /** Records written per INSERT, by kind: a few thousand bound parameters, far below either engine's limit. */
 const BATCH: Record<Kind, number> = { variable: 100, emoji: 16, entry: 1000, report: 500, token: 500, log: 1000 };
-/** A line longer than this is no line of a backup (the longest, an emoji, is under 400 kB). */
-const MAX_LINE = 4 * 1024 * 1024;
+/** A line longer than this is no line of a backup (the longest, an emoji, is under 400 kB): 4 MiB. */
+export const MAX_LINE_BYTES = 4 * 1024 * 1024;
 
 const TABLES: Record<Kind, keyof DB> = { variable: 'variables', emoji: 'emojis', entry: 'entries', report: 'reports', token: 'tokens', log: 'moderation_log' };
 
@@ -67,24 +69,6 @@ function openBackup(file: string): { input: Readable; raw: fs.ReadStream; size: 
   return { input, raw, size: stat.size };
 }
 
-/** lines splits a stream into lines (numbered from 1), pausing the stream while the consumer works. */
-async function* lines(input: Readable): AsyncGenerator<[string, number]> {
-  input.setEncoding('utf8');
-  let rest = '';
-  let number = 0;
-  for await (const chunk of input as AsyncIterable<string>) {
-    rest += chunk;
-    let start = 0;
-    for (let end = rest.indexOf('\n'); end !== -1; end = rest.indexOf('\n', start)) {
-      yield [rest.slice(start, end), ++number];
-      start = end + 1;
-    }
-    rest = rest.slice(start);
-    if (rest.length > MAX_LINE) throw new BackupFormatError(number + 1, 'the line is far too long for a backup (is this the right file?)');
-  }
-  if (rest !== '') yield [rest, number + 1];
-}
-
 /** What the database holds, as "3 entries, 1 token" (empty string when nothing). */
 async function contentsOf(db: Kysely<DB>): Promise<string> {
   const parts: string[] = [];
@@ -106,17 +90,13 @@ async function contentsOf(db: Kysely<DB>): Promise<string> {
   return parts.join(', ');
 }
 
-function rowOf(record: DataRecord, line: number): Insertable<DB[keyof DB]> {
+/** rowOf is the table row of a record that parseRecord checked. */
+function rowOf(record: DataRecord): Insertable<DB[keyof DB]> {
   switch (record.type) {
     case 'variable':
       return { name: record.name, description: record.description, values_json: JSON.stringify(record.values), updated_at: record.updated_at };
-    case 'emoji': {
-      const image = Buffer.from(record.image, 'base64');
-      if (createHash('sha256').update(image).digest('hex') !== record.sha256) {
-        throw new BackupFormatError(line, `the image of the emoji ${record.name} does not match its SHA-256 (is the file damaged?)`);
-      }
-      return { name: record.name, content_type: record.content_type, image: new Uint8Array(image), sha256: record.sha256, updated_at: record.updated_at };
-    }
+    case 'emoji':
+      return { name: record.name, content_type: record.content_type, image: new Uint8Array(Buffer.from(record.image, 'base64')), sha256: record.sha256, updated_at: record.updated_at };
     case 'entry':
       return { id: record.id, uuid: record.uuid, text: record.text, text_key: textKey(record.text), created_at: record.created_at, state: record.state, updated_at: record.updated_at };
     case 'report':
@@ -168,7 +148,7 @@ export async function restoreBackup(database: Database, file: string, options: R
         }
       };
 
-      for await (const [text, line] of lines(input)) {
+      for await (const [text, line] of readLines(input, MAX_LINE_BYTES)) {
         if (options.onProgress && Date.now() - reported > 200) {
           reported = Date.now();
           options.onProgress(size === 0 ? 1 : Math.min(1, raw.bytesRead / size));
@@ -199,7 +179,7 @@ export async function restoreBackup(database: Database, file: string, options: R
         }
         if (batch !== undefined && (batch.kind !== record.type || batch.rows.length >= BATCH[batch.kind])) await flush();
         batch ??= { kind: record.type, rows: [], firstLine: line, lastLine: line };
-        batch.rows.push(rowOf(record, line));
+        batch.rows.push(rowOf(record));
         batch.lastLine = line;
         counts[record.type]++;
       }
@@ -218,6 +198,9 @@ export async function restoreBackup(database: Database, file: string, options: R
     return result;
   } catch (error) {
     if (error instanceof BackupFormatError) throw new RestoreError(`${file} ${error.message}`);
+    if (error instanceof LineTooLongError) {
+      throw new RestoreError(`${file} line ${error.line}: the line is longer than ${MAX_LINE_BYTES.toLocaleString('en')} bytes; no line of a backup is (is this the right file?)`);
+    }
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR') {
       throw new RestoreError(`${file}: the gzip data is damaged or cut off`);

@@ -1,16 +1,12 @@
 /** Admin: server variables and custom emoji images. */
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { imageSize } from 'image-size';
 import { Type } from 'typebox';
-import { sniffImageType, type ImageType } from '../../domain/emojis.ts';
+import { checkEmojiImage, MAX_EMOJI_BYTES, MAX_EMOJI_SIDE, sniffImageType, type ImageType } from '../../domain/emojis.ts';
 import { checkLine } from '../../domain/text.ts';
 import { serverVariableProblem } from '../../domain/variables.ts';
 import { badRequest, requireBodyType, requireJson, notFound } from '../../plugins/problem.ts';
 import { EmojiImageBody, EmojiNameParams, IMAGE_TYPES, ServerVariable, StoredEmoji, VariableBody, VariableNameParams } from '../../schemas/admin.ts';
 import { problemResponses } from '../../schemas/api.ts';
-
-export const MAX_EMOJI_BYTES = 256 * 1024;
-export const MAX_EMOJI_SIDE = 1024;
 
 /** variableName applies the variable grammar to a name from the path: `$NAME$` or `${name}`, and not a client-side one. */
 function variableName(name: string): string {
@@ -26,22 +22,13 @@ function line(raw: string, field: string): string {
   return checked.text;
 }
 
-/** checkImage accepts only bytes that are what they claim to be and decode to sane dimensions. */
+/** checkImage accepts only bytes that are the type the request says and pass the emoji image rules (domain/emojis.ts). */
 function checkImage(declared: string, bytes: Buffer): ImageType {
   const sniffed = sniffImageType(bytes);
-  if (sniffed === null) throw badRequest('The body is not a PNG, GIF or WebP image.');
-  if (sniffed !== declared) throw badRequest(`The body is a ${sniffed} image, but the request says ${declared}.`);
-  let size: { width?: number; height?: number };
-  try {
-    size = imageSize(bytes);
-  } catch {
-    throw badRequest(`The ${sniffed} image cannot be decoded.`);
-  }
-  const { width = 0, height = 0 } = size;
-  if (width < 1 || height < 1 || width > MAX_EMOJI_SIDE || height > MAX_EMOJI_SIDE) {
-    throw badRequest(`The image is ${width}×${height}; emojis must be 1 to ${MAX_EMOJI_SIDE} pixels on each side.`);
-  }
-  return sniffed;
+  if (sniffed !== null && sniffed !== declared) throw badRequest(`The body is a ${sniffed} image, but the request says ${declared}.`);
+  const checked = checkEmojiImage(bytes);
+  if (!checked.ok) throw badRequest(`The body is ${checked.reason}.`);
+  return checked.type;
 }
 
 const adminCatalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
