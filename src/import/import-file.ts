@@ -1,8 +1,10 @@
 /**
  * `nonsense import FILE`: reads this service's own CSV, JSON and TXT exports and adds their entries.
  * The file is streamed (memory does not grow with it) into one transaction: a bad row aborts the whole
- * import, reported with its line (CSV, TXT) or item number (JSON), and nothing is written. Entries whose
- * uuid or text already exists are skipped, so importing the same file twice changes nothing.
+ * import, reported with the file and its line (CSV, TXT) or item number (JSON), and nothing is written.
+ * Every row is held to the rules of the admin API (domain/text.ts, the timestamp's range); a row, item
+ * or line longer than MAX_RECORD_BYTES is refused before it is read whole. Entries whose uuid or text
+ * already exists are skipped, so importing the same file twice changes nothing.
  *
  * What each format can restore: CSV and JSON carry the raw text (`original_nonsense` when the text has
  * a variable), the uuid and the timestamp, so they restore visible entries exactly. TXT carries only the
@@ -13,17 +15,21 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
-import { parse } from 'csv-parse';
+import { pipeline, Transform } from 'node:stream';
+import { parse, type CsvError } from 'csv-parse';
+import Parser from 'stream-json/Parser.js';
 import StreamArray from 'stream-json/streamers/StreamArray.js';
 import { EXPORT_FORMATS, type ExportFormat } from '../domain/export-params.ts';
 import { checkEntryText } from '../domain/text.ts';
 import { parseUuid } from '../domain/uuid.ts';
 import { isClientVariable, tokensOf } from '../domain/variables.ts';
 import { restoreFormula } from '../formats/csv.ts';
+import { MAX_TIMESTAMP } from '../schemas/api.ts';
 import type { InsertResult, NewEntry } from '../storage/entries.ts';
 import type { Storage } from '../storage/index.ts';
+import { LineTooLongError, readLines } from './lines.ts';
 
+/** ImportError: the file cannot be imported; `where` names the file and the line or item ("data.csv line 7"). */
 export class ImportError extends Error {
   constructor(
     readonly where: string,
@@ -33,6 +39,13 @@ export class ImportError extends Error {
     this.name = 'ImportError';
   }
 }
+
+/**
+ * The longest row (CSV), item (JSON) or line (TXT) an import reads: 1 MiB. An entry of an export is
+ * at most a few times 2,000 characters with its quoting, so anything longer is no export row, and
+ * refusing it there keeps a file of one endless line from being read into memory whole.
+ */
+export const MAX_RECORD_BYTES = 1024 * 1024;
 
 export interface ImportOptions {
   format?: ExportFormat;
@@ -110,58 +123,124 @@ function toEntry(row: RawRow, now: number): NewEntry {
   let timestamp = now;
   if (present(row.timestamp)) {
     const value = typeof row.timestamp === 'string' && /^\d{1,15}$/.test(row.timestamp) ? Number(row.timestamp) : row.timestamp;
-    if (!Number.isSafeInteger(value) || (value as number) < 0) {
-      throw new ImportError(row.where, `"timestamp" must be a non-negative integer (Unix seconds): ${JSON.stringify(row.timestamp).slice(0, 40)}`);
+    // The admin API's range (TimestampInput): what one endpoint refuses, the import does not write.
+    if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > MAX_TIMESTAMP) {
+      throw new ImportError(row.where, `"timestamp" must be a non-negative integer (Unix seconds) of at most 15 digits: ${JSON.stringify(row.timestamp).slice(0, 40)}`);
     }
     timestamp = value as number;
   }
   return { uuid, text: text.text, timestamp };
 }
 
-async function* csvRows(stream: fs.ReadStream): AsyncGenerator<RawRow> {
-  const parser = stream.pipe(parse({ columns: true, bom: true, info: true, skip_empty_lines: true }));
+async function* csvRows(stream: fs.ReadStream, file: string): AsyncGenerator<RawRow> {
+  const parser: ReturnType<typeof parse> = parse({
+    // The header is checked as soon as it is read, so a missing column is reported on its own line.
+    columns: (header: string[]) => {
+      if (!header.includes('nonsense')) {
+        throw new ImportError(`${file} line ${parser.info.lines}`, `the CSV has no "nonsense" column (the header names ${header.map((h) => JSON.stringify(h.slice(0, 40))).join(', ').slice(0, 200)})`);
+      }
+      return header;
+    },
+    bom: true,
+    info: true,
+    skip_empty_lines: true,
+    max_record_size: MAX_RECORD_BYTES,
+  });
+  const rows = stream.pipe(parser);
   try {
-    for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
-      if (!('nonsense' in record)) throw new ImportError(`line ${info.lines}`, 'the CSV has no "nonsense" column');
+    for await (const { record, info } of rows as AsyncIterable<{ record: Record<string, string>; info: { lines: number } }>) {
       yield {
-        where: `line ${info.lines}`,
+        where: `${file} line ${info.lines}`,
         uuid: record.uuid,
-        nonsense: restoreFormula(record.nonsense),
+        nonsense: record.nonsense === undefined ? undefined : restoreFormula(record.nonsense),
         original_nonsense: record.original_nonsense === undefined ? undefined : restoreFormula(record.original_nonsense),
         timestamp: record.timestamp,
       };
     }
   } catch (error) {
     if (error instanceof ImportError) throw error;
-    const e = error as { lines?: number; message: string };
-    throw new ImportError(`line ${e.lines ?? '?'}`, `not valid CSV: ${e.message}`);
+    const e = error as CsvError & { lines?: number };
+    const where = `${file} line ${e.lines ?? parser.info.lines}`;
+    if (e.code === 'CSV_MAX_RECORD_SIZE') throw new ImportError(where, `the row is longer than ${MAX_RECORD_BYTES.toLocaleString('en')} bytes; no row of an export is (is this the right file?)`);
+    throw new ImportError(where, `not valid CSV: ${e.message}`);
   }
 }
 
-async function* jsonRows(stream: fs.ReadStream): AsyncGenerator<RawRow> {
-  const items = stream.pipe(StreamArray.withParser());
+interface JsonToken {
+  name: string;
+  value?: unknown;
+}
+
+/**
+ * jsonItemLimit passes the parser's tokens on, counting the size of the current item of the top-level
+ * array (the characters of its strings, keys and numbers, and one for every other token), and fails
+ * with the item's number once it passes MAX_RECORD_BYTES, before the item is assembled in memory.
+ */
+function jsonItemLimit(file: string): Transform {
+  let depth = 0;
+  let size = 0;
+  let item = 1;
+  return new Transform({
+    objectMode: true,
+    transform(token: JsonToken, _encoding, done) {
+      if (token.name === 'startObject' || token.name === 'startArray') depth++;
+      else if (token.name === 'endObject' || token.name === 'endArray') depth--;
+      size += token.name === 'stringChunk' || token.name === 'numberChunk' ? (token.value as string).length : 1;
+      if (size > MAX_RECORD_BYTES) {
+        done(new ImportError(`${file} item ${item}`, `the item is longer than ${MAX_RECORD_BYTES.toLocaleString('en')} characters; no item of an export is (is this the right file?)`));
+        return;
+      }
+      // An item of the top-level array ends where the depth comes back to 1: after its closing bracket,
+      // or with its value when it is a plain value (packed values come after their chunks).
+      const ended = depth === 1 && ['endObject', 'endArray', 'stringValue', 'numberValue', 'nullValue', 'trueValue', 'falseValue'].includes(token.name);
+      if (ended) {
+        item++;
+        size = 0;
+      }
+      done(null, token);
+    },
+  });
+}
+
+async function* jsonRows(stream: fs.ReadStream, file: string): AsyncGenerator<RawRow> {
+  const items = StreamArray.make();
+  // Errors of any stage end the whole chain, and reach the loop below through `items`.
+  pipeline(stream, new Parser(), jsonItemLimit(file), items, () => {});
+  let read = 0;
   try {
     for await (const { key, value } of items as AsyncIterable<{ key: number; value: unknown }>) {
-      const where = `item ${key + 1}`;
+      read = key + 1;
+      const where = `${file} item ${key + 1}`;
       if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new ImportError(where, 'each item must be an object');
       yield { where, ...(value as Record<string, unknown>) };
     }
   } catch (error) {
     if (error instanceof ImportError) throw error;
-    throw new ImportError('the file', `not valid JSON (an array of entries is expected): ${(error as Error).message}`);
+    throw new ImportError(file, `not valid JSON${read > 0 ? ` after item ${read}` : ''} (an array of entries is expected): ${(error as Error).message}`);
   }
 }
 
-async function* txtRows(stream: fs.ReadStream): AsyncGenerator<RawRow> {
-  let line = 0;
-  for await (const text of readline.createInterface({ input: stream, crlfDelay: Infinity })) {
-    line++;
-    if (text.trim() === '') continue;
-    yield { where: `line ${line}`, nonsense: text };
+async function* txtRows(stream: fs.ReadStream, file: string): AsyncGenerator<RawRow> {
+  // A lone "\r" ends a line too, as in the text editors that write one.
+  let extra = 0;
+  try {
+    for await (const [text, number] of readLines(stream, MAX_RECORD_BYTES)) {
+      const pieces = text.split('\r');
+      for (const [index, piece] of pieces.entries()) {
+        if (piece.trim() === '') continue;
+        yield { where: `${file} line ${number + extra + index}`, nonsense: piece };
+      }
+      extra += pieces.length - 1;
+    }
+  } catch (error) {
+    if (error instanceof LineTooLongError) {
+      throw new ImportError(`${file} line ${error.line + extra}`, `the line is longer than ${MAX_RECORD_BYTES.toLocaleString('en')} bytes; no line of an export is (is this the right file?)`);
+    }
+    throw error;
   }
 }
 
-const READERS: Record<ExportFormat, (stream: fs.ReadStream) => AsyncGenerator<RawRow>> = { csv: csvRows, json: jsonRows, txt: txtRows };
+const READERS: Record<ExportFormat, (stream: fs.ReadStream, file: string) => AsyncGenerator<RawRow>> = { csv: csvRows, json: jsonRows, txt: txtRows };
 
 /** importFile imports one file; see the module comment. */
 export async function importFile(storage: Storage, file: string, options: ImportOptions = {}): Promise<ImportResult> {
@@ -178,7 +257,7 @@ export async function importFile(storage: Storage, file: string, options: Import
   let reported = 0;
   const undefinedUses = new Map<string, number>();
   async function* entries(): AsyncGenerator<NewEntry> {
-    for await (const row of READERS[format](stream)) {
+    for await (const row of READERS[format](stream, file)) {
       if (options.onProgress && Date.now() - reported > 200) {
         reported = Date.now();
         options.onProgress(size === 0 ? 1 : stream.bytesRead / size);

@@ -120,6 +120,38 @@ describe('nonsense import', () => {
     expect((await target.app.inject('/api/v1/nonsense/status')).json()).toEqual(before);
   });
 
+  it('names the file and the line in every refusal, the header line for a missing column', async () => {
+    const cases: [string, string, string][] = [
+      ['columns.csv', 'uuid,text\r\n,hello\r\n', 'line 1: the CSV has no "nonsense" column'],
+      ['header-only.csv', 'uuid,text\n', 'line 1: the CSV has no "nonsense" column'],
+      ['empty-row.csv', 'nonsense,timestamp\nfine,1\n"  ",2\n', 'line 3: the text is empty'],
+      ['far-future.json', '[{"nonsense":"ok","timestamp":9007199254740991}]', 'item 1: "timestamp" must be a non-negative integer (Unix seconds) of at most 15 digits'],
+      ['bell.txt', 'fine\nring \u0007\n', 'line 2: the text contains the control character U+0007'],
+    ];
+    for (const [name, content, message] of cases) {
+      const file = path.join(target.dir, name);
+      fs.writeFileSync(file, content);
+      await expect(importFile(target.storage, file), name).rejects.toThrow(`${file} ${message}`);
+    }
+  });
+
+  it.each([
+    ['huge.txt', 'fine\n', 'line 2: the line is longer than 1,048,576 bytes'],
+    ['huge.csv', 'nonsense\nfine\n', 'line 3: the row is longer than 1,048,576 bytes'],
+  ])('refuses a line of 600 MB in %s as soon as it passes 1 MiB, naming it', async (name, start, message) => {
+    const file = path.join(target.dir, name);
+    fs.writeFileSync(file, start);
+    // A sparse file: 600 MB of NUL bytes that take no disk space and no time to write.
+    fs.truncateSync(file, 600 * 1024 * 1024);
+    await expect(importFile(target.storage, file)).rejects.toThrow(`${file} ${message}`);
+  });
+
+  it('refuses a JSON item over 1 MiB before assembling it, naming it', async () => {
+    const file = path.join(target.dir, 'huge.json');
+    fs.writeFileSync(file, `[{"nonsense":"fine"},{"nonsense":"${'a'.repeat(2 * 1024 * 1024)}"},{"nonsense":"also fine"}]`);
+    await expect(importFile(target.storage, file)).rejects.toThrow(`${file} item 2: the item is longer than 1,048,576 characters`);
+  });
+
   it('takes the format from --format when the extension does not tell', async () => {
     const file = path.join(target.dir, 'entries.data');
     fs.writeFileSync(file, 'One more line from a data file\n');
