@@ -205,7 +205,9 @@ program
     'after',
     `
 The database is read as one consistent snapshot; a running service goes on serving and writing
-meanwhile. Restore the file with \`nonsense restore\` into an empty database of either engine.`,
+meanwhile. The file is written as a new file next to <file>, readable by its owner only (mode 0600),
+and moved to <file> once complete; an existing <file> is replaced only with --force. Restore it with
+\`nonsense restore\` into an empty database of either engine.`,
   )
   .action(async (file: string, options: { force?: boolean }) => {
     const progress = process.stderr.isTTY
@@ -236,8 +238,9 @@ program
     `
 The database must be empty: a new SQLite file, or a new PostgreSQL database (createdb). Its schema
 is brought up to date first, then everything is written in one transaction: a damaged or cut-off
-file, or one that does not fit, changes nothing. See docs/deployment.md, "Moving from SQLite to
-PostgreSQL".`,
+file, or one that does not fit, changes nothing. Every record is checked as the admin API checks the
+same data; the first that fails is named with its line. See docs/deployment.md, "Backups" and
+"Moving from SQLite to PostgreSQL".`,
   )
   .action(async (file: string) => {
     const progress = process.stderr.isTTY

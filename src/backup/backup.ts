@@ -2,9 +2,16 @@
  * `nonsense backup FILE`: everything the service knows, in one file (see `format.ts`). It reads one
  * consistent snapshot of the database without blocking writers (a running service goes on serving
  * and writing), page by page, so memory does not grow with the database, and writes through a
- * stream (gzip when FILE ends in `.gz`). The file appears under its name only once it is complete.
+ * stream (gzip when FILE ends in `.gz`).
+ *
+ * The file holds every token hash and hidden entry, so it is written as a secret: into a new file of
+ * its own next to FILE (created exclusively under a random name, so never through a file or link
+ * that is already there), readable by its owner only (0600), flushed to disk, and then moved to FILE,
+ * which thus appears only once it is complete. An existing FILE is never replaced without `force`.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import zlib from 'node:zlib';
@@ -137,11 +144,61 @@ async function* records(db: Kysely<DB>): AsyncGenerator<DataRecord[]> {
   }
 }
 
+/** exists tells whether anything is at `file`, a link that leads nowhere included. */
+function exists(file: string): boolean {
+  return fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined;
+}
+
+const existsAlready = (file: string) => new BackupError(`${file} exists already; choose another name, or pass --force to replace it`);
+
+/** cannotWrite turns the errors of creating or moving the file into a BackupError naming it, or returns undefined. */
+function cannotWrite(file: string, error: unknown): BackupError | undefined {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') return new BackupError(`${file} cannot be written: its folder does not exist`);
+  if (code === 'EISDIR') return new BackupError(`${file} cannot be written: it is a folder`);
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return new BackupError(`${file} cannot be written: permission denied`);
+  return undefined;
+}
+
+/**
+ * place moves the complete temporary file to `file`. Without `force` it links it there, which fails
+ * when anything appeared at `file` meanwhile instead of replacing it; a file system without hard links
+ * falls back to the check made at the start. With `force`, a rename replaces what is there (a link is
+ * replaced itself, not followed).
+ */
+function place(temporary: string, file: string, force: boolean): void {
+  if (force) {
+    fs.renameSync(temporary, file);
+    return;
+  }
+  try {
+    fs.linkSync(temporary, file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') throw existsAlready(file);
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw error;
+    if (exists(file)) throw existsAlready(file);
+    fs.renameSync(temporary, file);
+    return;
+  }
+  fs.unlinkSync(temporary);
+}
+
 /** writeBackup writes the whole database to `file`; see the module comment. */
 export async function writeBackup(database: Database, file: string, options: BackupOptions = {}): Promise<BackupResult> {
-  if (!options.force && fs.existsSync(file)) throw new BackupError(`${file} exists already; choose another name, or pass --force to replace it`);
-  const partial = `${file}.partial`;
+  const force = options.force === true;
+  if (!force && exists(file)) throw existsAlready(file);
+  const temporary = path.join(path.dirname(file), `${path.basename(file)}.${randomBytes(8).toString('hex')}.partial`);
+  let fd: number;
+  try {
+    // wx: O_CREAT | O_EXCL, which fails on anything already at the name, a symbolic link included.
+    fd = fs.openSync(temporary, 'wx', 0o600);
+  } catch (error) {
+    throw cannotWrite(file, error) ?? error;
+  }
+  const output = fs.createWriteStream(temporary, { fd, flush: true });
   let counts = zeroCounts();
+  let bytes: number;
   try {
     await database.quirks.readSnapshot(database.db, async (db) => {
       const head = await header(db, database.quirks.engine);
@@ -170,18 +227,16 @@ export async function writeBackup(database: Database, file: string, options: Bac
         yield `${JSON.stringify({ type: 'end', counts })}\n`;
         options.onProgress?.(written, total);
       }
-      const output = fs.createWriteStream(partial);
       await (file.endsWith('.gz') ? pipeline(Readable.from(lines()), zlib.createGzip(), output) : pipeline(Readable.from(lines()), output));
     });
-    fs.renameSync(partial, file);
+    bytes = output.bytesWritten;
+    place(temporary, file, force);
   } catch (error) {
-    fs.rmSync(partial, { force: true });
+    output.destroy();
+    fs.rmSync(temporary, { force: true });
     counts = zeroCounts();
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'EACCES' || code === 'EISDIR' || code === 'EROFS') {
-      throw new BackupError(`${file} cannot be written: ${code === 'ENOENT' ? 'its folder does not exist' : code === 'EISDIR' ? 'it is a folder' : 'permission denied'}`);
-    }
-    throw error;
+    if (error instanceof BackupError) throw error;
+    throw cannotWrite(file, error) ?? error;
   }
-  return { counts, bytes: fs.statSync(file).size };
+  return { counts, bytes };
 }

@@ -227,3 +227,61 @@ describe('messages people can act on', () => {
     expect(result.stderr).not.toContain('$AUTHOR$');
   });
 });
+
+describe('files an operator gives: backup writes its own, import reads with bounds', () => {
+  let dir: string;
+  let env: Record<string, string>;
+  beforeAll(() => {
+    dir = tempDir();
+    env = { DATABASE_URL: path.join(dir, 'files.db') };
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('backup writes a new file readable by its owner only, never through a link already at FILE.partial', async () => {
+    const victim = path.join(dir, 'victim.txt');
+    fs.writeFileSync(victim, 'Not to be overwritten.\n');
+    const file = path.join(dir, 'backup.jsonl');
+    fs.symlinkSync(victim, `${file}.partial`);
+    const made = await nonsense(['backup', file], env);
+    expect(made.code).toBe(0);
+    expect(fs.readFileSync(victim, 'utf8')).toBe('Not to be overwritten.\n');
+    expect(fs.lstatSync(`${file}.partial`).isSymbolicLink()).toBe(true);
+    expect(fs.lstatSync(file).isFile()).toBe(true);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(file, 'utf8')).toMatch(/^\{"type":"header","format":"nonsense-backup"/);
+    // The temporary file is gone; the link is left as it was.
+    expect(fs.readdirSync(dir).filter((name) => name.startsWith('backup.jsonl'))).toEqual(['backup.jsonl', 'backup.jsonl.partial']);
+  });
+
+  it('backup replaces nothing at FILE without --force, a link that leads nowhere included; --force replaces the link, not what it names', async () => {
+    const file = path.join(dir, 'link.jsonl');
+    const named = path.join(dir, 'named-by-the-link.jsonl');
+    fs.symlinkSync(named, file);
+    const refused = await nonsense(['backup', file], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(`nonsense: ${file} exists already; choose another name, or pass --force to replace it. No backup was written.\n`);
+    expect(fs.lstatSync(file).isSymbolicLink()).toBe(true);
+    expect((await nonsense(['backup', '--force', file], env)).code).toBe(0);
+    expect(fs.lstatSync(file).isFile()).toBe(true);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    expect(fs.existsSync(named)).toBe(false);
+  });
+
+  it('import of a file with a 600 MB line says which line, without reading it whole', async () => {
+    const file = path.join(dir, 'one-long-line.txt');
+    fs.writeFileSync(file, 'A fine first line.\n');
+    // A sparse file: 600 MB of NUL bytes that take no disk space and no time to write.
+    fs.truncateSync(file, 600 * 1024 * 1024);
+    const result = await nonsense(['import', file], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`nonsense: ${file} line 2: the line is longer than 1,048,576 bytes; no line of an export is (is this the right file?). Nothing was imported.\n`);
+  });
+
+  it('import names the header line, line 1, when a CSV column is missing', async () => {
+    const file = path.join(dir, 'columns.csv');
+    fs.writeFileSync(file, 'uuid,text,timestamp\r\n,A text in the wrong column,1700000000\r\n');
+    const result = await nonsense(['import', file], env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`nonsense: ${file} line 1: the CSV has no "nonsense" column (the header names "uuid", "text", "timestamp"). Nothing was imported.\n`);
+  });
+});
