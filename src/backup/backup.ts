@@ -146,7 +146,13 @@ async function* records(db: Kysely<DB>): AsyncGenerator<DataRecord[]> {
 
 /** exists tells whether anything is at `file`, a link that leads nowhere included. */
 function exists(file: string): boolean {
-  return fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined;
+  try {
+    return fs.lstatSync(file, { throwIfNoEntry: false }) !== undefined;
+  } catch (error) {
+    // A path through a file: nothing can be there, and creating the file says why.
+    if ((error as NodeJS.ErrnoException).code === 'ENOTDIR') return false;
+    throw error;
+  }
 }
 
 const existsAlready = (file: string) => new BackupError(`${file} exists already; choose another name, or pass --force to replace it`);
