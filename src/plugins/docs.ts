@@ -104,6 +104,15 @@ const STATIC_CACHE_BYTES = 8 * 1024 * 1024;
 const STATIC_PATHS = 256;
 
 /**
+ * The API document, as `/openapi.json` and as the reference's `/docs/json` and `/docs/yaml`, is the
+ * same for the life of the process but for its base URL: each is written once per base URL and kept
+ * (writing it took about 10 ms of the event loop each time), for this many base URLs at most (one
+ * with BASE_URL set; a Host header per base URL otherwise, which a client can vary at will).
+ */
+const DOCUMENT_BASES = 8;
+const DOCUMENT_PATHS: ReadonlySet<string> = new Set(['/docs/json', '/docs/yaml']);
+
+/**
  * Answers read from the reference's instance at once; more requests wait for a turn. Each holds a
  * whole answer while it is read (up to the 1.7 MB script, twice over): without a bound, 200
  * concurrent requests for paths not yet kept (each spelling of a path is one) took the process to
@@ -252,10 +261,21 @@ export default fp(
       if (described !== null) await (await described.catch(() => null))?.close();
     });
 
-    app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => documentFor((await docs()).swagger() as unknown as Json, absoluteBase(request, reply)));
+    const documents = new Map<string, string>();
+    app.get('/openapi.json', { schema: { hide: true } }, async (request, reply) => {
+      const base = absoluteBase(request, reply);
+      let text = documents.get(base);
+      if (text === undefined) {
+        text = JSON.stringify(documentFor((await docs()).swagger() as unknown as Json, base));
+        if (documents.size < DOCUMENT_BASES) documents.set(base, text);
+      }
+      return reply.type('application/json; charset=utf-8').send(text);
+    });
 
     const filesByTag = new Map<string, ForwardedAnswer>();
     const filesByPath = new Map<string, ForwardedAnswer>();
+    /** The reference's copies of the document, by path and base URL. */
+    const documentAnswers = new Map<string, ForwardedAnswer>();
     let staticBytes = 0;
 
     /** keep returns the kept answer with the same ETag as `answer` (keeping it when there is room), or `answer`. */
@@ -313,11 +333,13 @@ export default fp(
       const path = request.url.split('?', 1)[0]!;
       // A conditional request is answered by the instance (a 304, as a rule); a plain one may be kept.
       const cacheable = path.startsWith(STATIC_PREFIX) && !conditional;
-      const kept = () => (cacheable ? filesByPath.get(path) : undefined);
+      const documentKey = DOCUMENT_PATHS.has(path) && !conditional ? `${path}\n${headers[BASE_URL_HEADER]}` : undefined;
+      const kept = () => (cacheable ? filesByPath.get(path) : documentKey === undefined ? undefined : documentAnswers.get(documentKey));
       let answer = kept();
       if (answer === undefined) {
         answer = await ask(request.url, headers, kept);
         if (cacheable) answer = keep(path, answer);
+        else if (documentKey !== undefined && answer.status === 200 && documentAnswers.size < DOCUMENT_BASES * DOCUMENT_PATHS.size) documentAnswers.set(documentKey, answer);
       }
       // A 404 of Fastify's own format there is one of this process's here (and no path is echoed).
       if (answer.status === 404) throw notFound('The API reference has no such page or file; it starts at /docs.');

@@ -9,7 +9,7 @@ import { entryArticle, reportDialog } from '../../web/components.ts';
 import { clientWords, emojiFiles, entryHtml, siteVariables } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';
 import { page, sendPage } from '../../web/layout.ts';
-import { baseUrlOf } from '../../plugins/links.ts';
+import { absoluteBase } from '../../plugins/links.ts';
 
 const homeRoutes: FastifyPluginAsync = async (app) => {
   const { entries, variables } = app.storage;
@@ -31,7 +31,7 @@ const homeRoutes: FastifyPluginAsync = async (app) => {
           uuid: entry.uuid,
           timestamp: entry.timestamp,
           text: entryHtml(delivered.nonsense, await emojiFiles(app.storage)),
-          shareUrl: `${baseUrlOf(request)}/nonsense/${entry.uuid}`,
+          shareUrl: `${absoluteBase(request, reply)}/nonsense/${entry.uuid}`,
         },
         { big: true, label: 'Random entry' },
       );

@@ -13,7 +13,7 @@ import { entryArticle, reportDialog } from '../../web/components.ts';
 import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';
 import { page, sendPage } from '../../web/layout.ts';
-import { baseUrlOf } from '../../plugins/links.ts';
+import { absoluteBase } from '../../plugins/links.ts';
 
 export const PAGE_SIZE = 20;
 const DAY = 86_400;
@@ -99,7 +99,7 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
     const last = found.at(-1);
     const values = await variables.values();
     const emojis = await emojiFiles(app.storage);
-    const base = baseUrlOf(request);
+    const base = absoluteBase(request, reply);
 
     const link = (extra: Record<string, string>) => {
       const search = new URLSearchParams();
