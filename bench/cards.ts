@@ -4,25 +4,33 @@
  *      worker is warm (and the worker's own render time from /metrics);
  *   2. cached cards: wrk (Debian's `wrk`, bench/wrk.ts) against cards in the card cache, alternating
  *      with a bare node:http server answering the same PNG bytes;
- *   3. font memory: the resident memory the renderer gains by drawing its first cards of each
+ *   3. hostile cards: an entry whose server variables expand to 66,600 characters, and one using an
+ *      emoji whose PNG declares 60,000 × 60,000 pixels (437 KB, stored without the upload check):
+ *      status, time and the service's resident memory around each, and a repeat of each;
+ *   4. font memory: the resident memory the renderer gains by drawing its first cards of each
  *      script, each in a fresh process, after ten Latin cards and a full garbage collection.
  *
+ * The service's resident memory (the whole process, render threads included, from /proc) is sampled
+ * through parts 1 to 3, and its peak printed with the figures.
+ *
  *   npm run bench:cards     # BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_CONNECTIONS=20 by default;
- *                           # BENCH_FONT_MEMORY=off leaves part 3 out
+ *                           # BENCH_FONT_MEMORY=off leaves part 4 out
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
 import type * as Fonts from '../src/formats/share-image/fonts.ts';
 import type * as Render from '../src/formats/share-image/render.ts';
 import { createStorage } from '../src/storage/index.ts';
 import { sampleCardInput, samples } from '../test/formats/share-image-samples.ts';
-import { startService } from './lib.ts';
+import { memory, startService } from './lib.ts';
 import { requireWrk, wrk } from './wrk.ts';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -69,6 +77,39 @@ async function fontMemory(name: string): Promise<void> {
   else console.log(result);
 }
 
+/** The hostile entries of part 3: their UUIDs, and what each is. */
+const HOSTILE = [
+  { uuid: '0badca7d-0000-4000-8000-000000000001', what: 'variables expanding to 66,600 characters', text: '$LONG$'.repeat(333) },
+  { uuid: '0badca7d-0000-4000-8000-000000000002', what: 'an emoji declaring 60,000 × 60,000 pixels', text: 'Look at this :huge: emoji.' },
+];
+
+/** hugePng is a valid PNG of side × side black 1-bit pixels: 60,000 × 60,000 compress to 437 KB. */
+async function hugePng(side: number): Promise<Buffer> {
+  const rowBytes = 1 + Math.ceil(side / 8);
+  const deflate = zlib.createDeflate({ level: 9 });
+  const parts: Buffer[] = [];
+  deflate.on('data', (part: Buffer) => parts.push(part));
+  const rows = Buffer.alloc(rowBytes * 1000);
+  for (let done = 0; done < side; done += 1000) {
+    if (!deflate.write(rows.subarray(0, rowBytes * Math.min(1000, side - done)))) await once(deflate, 'drain');
+  }
+  deflate.end();
+  await once(deflate, 'end');
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const frame = Buffer.alloc(8 + data.length + 4);
+    frame.writeUInt32BE(data.length, 0);
+    body.copy(frame, 4);
+    frame.writeUInt32BE(zlib.crc32(body), 8 + data.length);
+    return frame;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(side, 0);
+  header.writeUInt32BE(side, 4);
+  header[8] = 1;
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', Buffer.concat(parts)), chunk('IEND', Buffer.alloc(0))]);
+}
+
 async function seed(file: string, count: number): Promise<string[]> {
   const database = await openDatabase(loadConfig({ DATABASE_URL: file }).database);
   await migrate(database);
@@ -77,8 +118,22 @@ async function seed(file: string, count: number): Promise<string[]> {
   await storage.entries.insertEntries(
     uuids.map((uuid, n) => ({ uuid, text: `Card ${n}: the committee of geese postponed Tuesday until the bread question is settled.`, timestamp: 1_600_000_000 + n })),
   );
+  // Within the admin API's limits: 1,998 characters, values of 200 characters.
+  const value = (i: number) => `value ${i} of a long variable with plenty of words to fill a card `.repeat(4).slice(0, 200);
+  await storage.variables.insertMissing([{ name: '$LONG$', description: 'Long values.', values: [0, 1, 2, 3, 4].map(value) }]);
+  await storage.entries.insertEntries(HOSTILE.map(({ uuid, text }, n) => ({ uuid, text, timestamp: 1_500_000_000 + n })));
+  // Stored as an older version or another tool could have: the upload route would refuse it.
+  await storage.emojis.put('huge', 'image/png', await hugePng(60_000), 'bench');
   await database.close();
   return uuids;
+}
+
+/** timedStatus reads a whole answer and returns its status and how long it took, in ms. */
+async function timedStatus(url: string): Promise<{ status: number; ms: number }> {
+  const t0 = performance.now();
+  const res = await fetch(url);
+  await res.arrayBuffer();
+  return { status: res.status, ms: performance.now() - t0 };
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
@@ -109,6 +164,16 @@ async function main(): Promise<void> {
   const card = (uuid: string) => `/api/v1/nonsense/${uuid}.png`;
   let bare: ChildProcess | undefined;
   const lines: string[] = [];
+  // The service's resident memory, render threads included, sampled while it runs; VmHWM gives the exact peak at the end.
+  const rssAtStart = memory(service.pid).rss;
+  let rssPeakSampled = rssAtStart;
+  const sampler = setInterval(() => {
+    try {
+      rssPeakSampled = Math.max(rssPeakSampled, memory(service.pid).rss);
+    } catch {
+      /* the service has exited */
+    }
+  }, 50);
   try {
     // Warm: the first cards start the worker and load its fonts.
     for (const uuid of uuids.slice(0, 5)) await timedGet(base + card(uuid));
@@ -145,7 +210,25 @@ async function main(): Promise<void> {
         `ratio ${(median(service_.rps) / median(baseline.rps)).toFixed(2)}`,
     );
     console.log(lines.at(-1));
+
+    // Hostile cards, after the others: each alone, then a repeat.
+    for (const { uuid, what } of HOSTILE) {
+      const before = memory(service.pid).rss;
+      rssPeakSampled = before;
+      const first = await timedStatus(base + card(uuid));
+      const peak = Math.max(rssPeakSampled, memory(service.pid).rss);
+      const again = await timedStatus(base + card(uuid));
+      lines.push(
+        `Hostile card, ${what}: ${first.status} in ${first.ms.toFixed(0)} ms, service RSS ${before.toFixed(0)} MiB before, peak ${peak.toFixed(0)} MiB (+${(peak - before).toFixed(0)}); ` +
+          `repeat ${again.status} in ${again.ms.toFixed(1)} ms`,
+      );
+      console.log(lines.at(-1));
+    }
+    const { rss, peak } = memory(service.pid);
+    lines.push(`Service RSS (whole process, render threads included): ${rssAtStart.toFixed(0)} MiB at start, ${rss.toFixed(0)} MiB at the end, peak ${peak.toFixed(0)} MiB (VmHWM)`);
+    console.log(lines.at(-1));
   } finally {
+    clearInterval(sampler);
     await service.stop();
     bare?.kill('SIGTERM');
     fs.rmSync(dir, { recursive: true, force: true });

@@ -27,7 +27,7 @@ export interface CustomEmojiImage {
 }
 
 export interface ShareCardInput {
-  /** The text to show, variables already substituted (see displayText). */
+  /** The text to show, variables already substituted (see displayText); a card draws at most CARD_MAX_CHARACTERS of it. */
   text: string;
   /** Custom emojis by name; `:name:` in the text is drawn from these images. */
   emojis: ReadonlyMap<string, CustomEmojiImage>;
