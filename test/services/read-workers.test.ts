@@ -1,12 +1,15 @@
 /**
- * The export worker (src/services/read-workers): the same file as the event-loop path for the same draw,
- * page by page with backpressure, and failures that reach the response as errors (before the first
- * byte) or as an aborted transfer (after it).
+ * The read workers (src/services/read-workers): the same export file as the event-loop path for the
+ * same draw, page by page with backpressure, the same OData reads, and failures that reach the
+ * response as errors (before the first byte) or as an aborted transfer (after it).
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXPORT_PAGE_SIZE, serializeExport } from '../../src/formats/export.ts';
+import { TimeLimitError } from '../../src/db/time-limit.ts';
+import { parseFilter, parseOrderBy } from '../../src/domain/odata/expression.ts';
 import { ReadWorkers } from '../../src/services/read-workers/index.ts';
+import { runODataRead, type ODataRead } from '../../src/storage/odata-reads.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 import { mulberry32 } from '../seeded-random.ts';
 
@@ -27,7 +30,7 @@ describe('ReadWorkers.forDatabase', () => {
   });
 });
 
-describe.runIf(sqlite)('the export worker', () => {
+describe.runIf(sqlite)('the read workers', () => {
   let t: TestContext;
   let workers: ReadWorkers;
   const variables = new Map([['$ANIMAL$', ['goose', 'newt', 'yak']]]);
@@ -94,6 +97,37 @@ describe.runIf(sqlite)('the export worker', () => {
     } finally {
       await rename('entries_away', 'entries');
     }
+  });
+
+  it('reads OData in the worker as on the event loop, and charges its database time, failures included', async () => {
+    const selection = { filter: parseFilter("substringof('1',nonsense)"), orderBy: parseOrderBy('nonsense desc') };
+    const tokens = [...variables.keys()];
+    const spent: number[] = [];
+    const spend = { spent: (ms: number) => spent.push(ms) };
+    const onLoop = (read: ODataRead) => runODataRead(t.storage.entryQuery, t.database.quirks, tokens, read);
+    const list = { kind: 'list', selection, limit: 20, timeLimitMs: 5000 } as const;
+    expect(await workers.odata(list, tokens, spend)).toEqual(await onLoop(list));
+    const count = { kind: 'count', selection, timeLimitMs: 5000 } as const;
+    expect(await workers.odata(count, tokens, spend)).toBe(await onLoop(count));
+    const first = { kind: 'page', selection, limit: 7, timeLimitMs: 5000 } as const;
+    const page = await workers.odata(first, tokens, spend);
+    expect(page).toEqual(await onLoop(first));
+    const next = { ...first, resume: page.seek! };
+    expect(await workers.odata(next, tokens, spend)).toEqual(await onLoop(next));
+    expect(spent).toHaveLength(4);
+    // A time limit and a missing table come back as the errors the route knows.
+    const wide = (depth: number): string => (depth === 0 ? 'nonsense' : `concat(${wide(depth - 1)},${wide(depth - 1)})`);
+    const heavy = { kind: 'count', selection: { filter: parseFilter(`indexof(${wide(5)},'zq') eq 7`) }, timeLimitMs: 1 } as const;
+    await expect(workers.odata(heavy, tokens, spend)).rejects.toBeInstanceOf(TimeLimitError);
+    expect(spent).toHaveLength(5);
+    const rename = (from: string, to: string) => sql`alter table ${sql.raw(from)} rename to ${sql.raw(to)}`.execute(t.database.db);
+    await rename('entries', 'entries_away');
+    try {
+      await expect(workers.odata(list, tokens, spend)).rejects.toThrow(/no such table/);
+    } finally {
+      await rename('entries_away', 'entries');
+    }
+    expect(spent).toHaveLength(6);
   });
 
   it('matches a search term with GLOB’s wildcards in it literally on every page', async () => {

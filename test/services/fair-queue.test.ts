@@ -1,0 +1,58 @@
+/** FairQueue: jobs taken from their clients in turn, within the slots, and within each client's share. */
+import { describe, expect, it } from 'vitest';
+import { FairQueue } from '../../src/services/read-workers/fair-queue.ts';
+
+/** A job that runs until `finish` is called, recording when it starts. */
+function gatedJob(log: string[], name: string) {
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  return { run: async () => (log.push(name), done), finish: () => finish() };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('FairQueue', () => {
+  it('serves waiting clients in turn, not in arrival order', async () => {
+    const queue = new FairQueue(1);
+    const log: string[] = [];
+    const jobs = ['a1', 'a2', 'a3', 'b1', 'b2', 'c1'].map((name) => ({ name, ...gatedJob(log, name) }));
+    const runs = jobs.map((job) => queue.run(job.name[0]!, job.run));
+    expect(queue.size).toBe(6);
+    for (let i = 0; i < jobs.length; i++) {
+      await settle();
+      jobs.find((j) => j.name === log.at(-1))!.finish();
+    }
+    await Promise.all(runs);
+    // a1 was running when the others came; then every client once, in the order they first waited.
+    expect(log).toEqual(['a1', 'a2', 'b1', 'c1', 'a3', 'b2']);
+    expect(queue.size).toBe(0);
+  });
+
+  it('runs no more than its slots, nor more of one client than its share', async () => {
+    const queue = new FairQueue(2, 1);
+    const log: string[] = [];
+    const a1 = gatedJob(log, 'a1');
+    const a2 = gatedJob(log, 'a2');
+    const b1 = gatedJob(log, 'b1');
+    const runs = [queue.run('a', a1.run), queue.run('a', a2.run)];
+    await settle();
+    // One slot is free, but a's share is one job.
+    expect(log).toEqual(['a1']);
+    runs.push(queue.run('b', b1.run));
+    await settle();
+    expect(log).toEqual(['a1', 'b1']);
+    a1.finish();
+    await settle();
+    expect(log).toEqual(['a1', 'b1', 'a2']);
+    a2.finish();
+    b1.finish();
+    await Promise.all(runs);
+  });
+
+  it('gives the slot back when a job fails', async () => {
+    const queue = new FairQueue(1);
+    await expect(queue.run('a', () => Promise.reject(new Error('no')))).rejects.toThrow('no');
+    expect(await queue.run('a', async () => 7)).toBe(7);
+    expect(queue.size).toBe(0);
+  });
+});
