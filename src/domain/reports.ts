@@ -1,10 +1,10 @@
 import { parseUuid } from './uuid.ts';
 
-/** What readers may report an entry for (contract section 8); the API, the site and the admin page share it. */
+/** What readers may report an entry for; the API, the site and the admin page share it. */
 export const REPORT_REASONS = ['hate_speech', 'sexual_content', 'graphic_violence', 'personal_information', 'duplicate', 'other'] as const;
 export type ReportReason = (typeof REPORT_REASONS)[number];
 
-/** The largest report body taken, JSON or form (contract section 8): 16 KiB. */
+/** The largest report body taken, JSON or form: 16 KiB. */
 export const REPORT_BODY_LIMIT = 16 * 1024;
 
 /** A position in the report queue's order (filed, then id): the last report of a page. */

@@ -1,11 +1,11 @@
 /**
- * The search term `q` (contract sections 6 and 12): one parser for the export, the command line, the
+ * The search term `q`: one parser for the export, the command line, the
  * site's search and the admin search, with one limit. The term is taken as given, not trimmed: a
  * leading or trailing space is part of the substring asked for (docs/decisions.md).
  */
 export const MAX_SEARCH_LENGTH = 200;
 
-// Characters no entry text can hold (contract section 1): controls other than line breaks, and NUL,
+// Characters no entry text can hold (domain/text.ts): controls other than line breaks, and NUL,
 // which PostgreSQL cannot even compare. A term holding one could only match nothing, or break a query.
 const UNSTORABLE = /[\u0000-\u0009\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
 

@@ -1,6 +1,6 @@
 /**
- * Rules for texts people send, beyond what a schema can say: an entry's raw text (contract section
- * 1: 1 to 2,000 characters after trimming, line breaks allowed, no other control characters), a
+ * Rules for texts people send, beyond what a schema can say: an entry's raw text (1 to 2,000
+ * characters after trimming, line breaks allowed, no other control characters), a
  * report's details, and single-line texts (a variable's description and values). Characters are
  * Unicode code points. The schemas bound the lengths as sent; these rules trim, then check.
  */

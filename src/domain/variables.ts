@@ -1,5 +1,5 @@
 /**
- * Variable substitution, following the contract exactly:
+ * Variable substitution (docs/decisions.md, "Entries and variables"):
  * - a token is `$NAME$` (NAME: [A-Z][A-Z0-9_]*) or `${name}` (name: [a-z][a-z0-9_]*);
  * - a token is a variable only when it is known: one of the four client-side variables or a server
  *   variable defined in the database; any other token is plain text;

@@ -1,4 +1,4 @@
-/** The public shape of an entry (contract section 1), shared by every JSON output. */
+/** The public shape of an entry, `{ uuid, nonsense, original_nonsense?, timestamp }`, shared by every JSON output. */
 import { isAscii } from '../domain/text.ts';
 import { mathRandomPick, splitVariables, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
 import type { EntryRecord } from '../storage/entries.ts';

@@ -1,6 +1,6 @@
 /**
  * The headers every response carries, set by one hook from one precomputed list: the request id,
- * CORS for any origin (contract section 11: every public endpoint is cross-origin), and the security
+ * CORS for any origin (every public endpoint is cross-origin), and the security
  * headers that still matter. This replaces @fastify/cors and @fastify/helmet, whose per-request work
  * (option checks, a middleware call, one `setHeader` with validation per header) cost about as much
  * as the rest of a fast request. Preflights are answered as before: any OPTIONS gets 204 with the

@@ -1,5 +1,5 @@
 /**
- * Per-address rate limits (contract section 12), with @fastify/rate-limit: one budget for every
+ * Per-address rate limits (docs/decisions.md, "Rate limits"), with @fastify/rate-limit: one budget for every
  * public GET and HEAD (RATE_LIMIT_READ), one for share images (RATE_LIMIT_IMAGE), one for reports
  * (RATE_LIMIT_REPORT). Counters live in this process, or in Redis when REDIS_URL is set so that every
  * instance shares them. Routes are classified here, as they are added, not one by one: by the route

@@ -32,7 +32,7 @@ function createAjv(): Ajv2020 {
   // strictRequired is off: "text or state" is written as anyOf of two `required` beside the properties.
   const ajv = new Ajv2020({ allErrors: false, useDefaults: true, coerceTypes: false, verbose: true, strict: true, strictRequired: false });
   addFormats.default(ajv);
-  // The contract's UUID: 8-4-4-4-12 hex digits in any case, without ajv-formats' optional "urn:uuid:".
+  // The API's UUID: 8-4-4-4-12 hex digits in any case, without ajv-formats' optional "urn:uuid:".
   ajv.addFormat('uuid', UUID);
   ajv.addKeyword({ keyword: EXPECTS, schemaType: 'string' });
   return ajv;

@@ -203,7 +203,7 @@ export interface paths {
         };
         /**
          * The galaxy: every entry as a star
-         * @description One star per visible entry: its place in a seeded 3D UMAP layout of the texts (similar texts close together), centred on zero, the central 98% spanning 16 units per axis and every star within ±10, and a `point_size` from 0.1 to 0.6 that grows with the length of the text (see docs/galaxy.md). CSV (default) with the header `uuid,umap_dim_0,umap_dim_1,umap_dim_2,point_size`, or with `format=json` an array of objects with the same fields. The layout is computed in the background; new entries join it within seconds. Before the first layout exists: 503 with `Retry-After`. The `ETag` follows the layout and the entries: revalidate with `If-None-Match`.
+         * @description One star per visible entry: its place in a seeded 3D UMAP layout of the texts (similar texts close together), centred on zero, the central 98% spanning 16 units per axis and every star within ±10, and a `point_size` that grows with the logarithm of the length of the text: 0.146 for one character, about 0.22 for a word (0.218 for five characters), 0.47 for 280 and 0.6 for the longest (see docs/galaxy.md). CSV (default) with the header `uuid,umap_dim_0,umap_dim_1,umap_dim_2,point_size`, CRLF between lines and no line break after the last record, or with `format=json` an array of objects with the same fields. The layout is computed in the background; new entries join it within seconds. Before the first layout exists: 503 with `Retry-After`. The `ETag` follows the layout and the entries: revalidate with `If-None-Match`.
          */
         get: operations["getNonsenseGalaxy"];
         put?: never;

@@ -64,6 +64,35 @@ describe('GET /api/v1/nonsense/galaxy', () => {
     }
   });
 
+  it('parses with papaparse as the galaxy pages call it into one row per star, none empty', async () => {
+    // The pages call Papa.parse(text, { header: true }) on the body as it is: a line break after the
+    // last record would be one more row, with an empty uuid and NaN coordinates.
+    const res = await get();
+    expect(res.body.endsWith('\n')).toBe(false);
+    expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.body));
+    const parsed = Papa.parse<Record<string, string>>(res.body, { header: true });
+    expect(parsed.errors).toEqual([]);
+    expect(parsed.data).toHaveLength(entries.length);
+    for (const row of parsed.data) {
+      expect(row.uuid).toMatch(/^[0-9a-f-]{36}$/);
+      for (const field of HEADER.slice(1)) expect(Number.isFinite(parseFloat(row[field]!)), field).toBe(true);
+    }
+  });
+
+  it('streams the same CSV, without a final line break, when the galaxy is not held in memory', async () => {
+    const database = await openDatabase(t.config.database);
+    const streaming = await buildApp({ config: { ...t.config, galaxyCacheBytes: 0 }, storage: createStorage(database), logger: false });
+    try {
+      const [held, streamed] = [await get(), await streaming.inject('/api/v1/nonsense/galaxy')];
+      expect(streamed.statusCode).toBe(200);
+      expect(streamed.body).toBe(held.body);
+      expect(Papa.parse(streamed.body, { header: true }).data).toHaveLength(entries.length);
+    } finally {
+      await streaming.close();
+      await database.close();
+    }
+  });
+
   it('serves the same stars as JSON objects with numbers', async () => {
     const csv = Papa.parse<Record<string, string>>((await get()).body.trim(), { header: true }).data;
     const res = await get('?format=json');

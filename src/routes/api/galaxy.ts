@@ -35,9 +35,11 @@ const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'The galaxy: every entry as a star',
         description:
           'One star per visible entry: its place in a seeded 3D UMAP layout of the texts (similar texts close together), ' +
-          'centred on zero, the central 98% spanning 16 units per axis and every star within ±10, and a `point_size` from ' +
-          '0.1 to 0.6 that grows with the length of the text (see docs/galaxy.md). CSV (default) with the header ' +
-          '`uuid,umap_dim_0,umap_dim_1,umap_dim_2,point_size`, or with `format=json` an array of objects with the same fields. ' +
+          'centred on zero, the central 98% spanning 16 units per axis and every star within ±10, and a `point_size` that ' +
+          'grows with the logarithm of the length of the text: 0.146 for one character, about 0.22 for a word (0.218 for five ' +
+          'characters), 0.47 for 280 and 0.6 for the longest (see docs/galaxy.md). CSV (default) with the header ' +
+          '`uuid,umap_dim_0,umap_dim_1,umap_dim_2,point_size`, CRLF between lines and no line break after the last record, ' +
+          'or with `format=json` an array of objects with the same fields. ' +
           'The layout is computed in the background; new entries join it within seconds. Before the first layout exists: 503 ' +
           'with `Retry-After`. The `ETag` follows the layout and the entries: revalidate with `If-None-Match`.',
         tags: ['entries'],
@@ -72,7 +74,6 @@ const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const view = await bodies.view(layout);
       if (notModified(request, reply, `"${view.tag}-${format}"`, 'no-cache')) return reply;
       reply.type(GALAXY_CONTENT_TYPES[format]);
-      if (request.method === 'HEAD') return reply.send(null);
       const body = view.body(format);
       return reply.send(body instanceof Promise ? await body : Readable.from(body));
     },

@@ -1,5 +1,5 @@
 /**
- * The share image of an entry (`GET /api/v1/nonsense/<uuid>.png`, contract section 7): a 1200×630
+ * The share image of an entry (`GET /api/v1/nonsense/<uuid>.png`, docs/share-image.md): a 1200×630
  * PNG card from the card service (src/services/cards/): cached in memory, drawn in render workers,
  * one render for concurrent requests for the same card, refused with 503 when the pool is full, and
  * with 503 while a failed render of the card is remembered (CardUnavailable).

@@ -35,7 +35,7 @@ import { responseFormatOf } from '../../formats/odata/negotiate.ts';
  */
 const CHUNK_ENTITIES = 100;
 
-/** Entries per page of the feed without `all=true`, as the contract says; the plugin option overrides it. */
+/** Entries per page of the feed without `all=true` (docs/odata.md, "Paging"); the plugin option overrides it. */
 export const ODATA_PAGE_SIZE = 100;
 
 export interface ODataOptions {

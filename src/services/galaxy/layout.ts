@@ -110,7 +110,7 @@ function ringLayout(count: number): Float64Array {
 
 /**
  * pointSize is a star's size: 0.1 + 0.5 × ln(1 + length) / ln(2001), where length is the text's
- * length in characters (at most 2,000). A one-word entry gets about 0.15, a tweet-sized one about 0.43,
+ * length in characters (at most 2,000). A one-word entry gets about 0.22, a tweet-sized one about 0.47,
  * the longest allowed 0.6.
  */
 export function pointSize(text: string): number {

@@ -15,7 +15,7 @@
  * (GALAXY_CACHE_BYTES): a galaxy that would not fit is not held in memory, and every request then
  * walks the database page by page.
  */
-import { csvRecord, GALAXY_CSV_HEADER, galaxyChunks, jsonItem, renderPages, type GalaxyFormat } from '../../formats/galaxy.ts';
+import { csvRecord, GALAXY_BODY_SHAPE, GALAXY_CSV_HEADER, galaxyChunks, jsonItem, renderPages, type GalaxyFormat } from '../../formats/galaxy.ts';
 import type { GalaxyLayout, GalaxyStore } from '../../storage/galaxy.ts';
 
 /**
@@ -93,7 +93,7 @@ export class GalaxyBodies {
       this.snapshot = null;
       this.runs = null;
       return {
-        tag: `galaxy-${layout.revision}.${layout.version}-r${revision}`,
+        tag: `galaxy-${layout.revision}.${layout.version}-r${revision}-s${GALAXY_BODY_SHAPE}`,
         body: (format) => galaxyChunks(format, renderPages(format, this.store.points(layout.fit))),
       };
     }
@@ -104,7 +104,7 @@ export class GalaxyBodies {
     }
     const snapshot = this.snapshot!;
     return {
-      tag: `galaxy-${snapshot.layoutRevision}.${snapshot.version}-r${revision}`,
+      tag: `galaxy-${snapshot.layoutRevision}.${snapshot.version}-r${revision}-s${GALAXY_BODY_SHAPE}`,
       body: (format) => this.body(snapshot, revision, format),
     };
   }

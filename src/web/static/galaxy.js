@@ -79,22 +79,26 @@
     }
   }
 
-  /** parseStars reads the CSV: a header, then uuid,x,y,z,point_size per line (no field is ever quoted). */
+  /**
+   * parseStars reads the CSV: a header, then uuid,x,y,z,point_size per line (no field is ever quoted).
+   * The body has no line break after its last record; empty lines are skipped all the same, so that
+   * none can ever become a star at NaN.
+   */
   function parseStars(text) {
-    const lines = text.split('\r\n');
-    const count = lines.length - 2; // the header, and the empty string after the last CRLF
-    const uuids = new Array(Math.max(count, 0));
+    const lines = text.split('\r\n').slice(1).filter((line) => line !== '');
+    const count = lines.length;
+    const uuids = new Array(count);
     const positions = new Float32Array(count * 3);
     const sizes = new Float32Array(count);
     for (let i = 0; i < count; i++) {
-      const fields = lines[i + 1].split(',');
+      const fields = lines[i].split(',');
       uuids[i] = fields[0];
       positions[i * 3] = parseFloat(fields[1]);
       positions[i * 3 + 1] = parseFloat(fields[2]);
       positions[i * 3 + 2] = parseFloat(fields[3]);
       sizes[i] = parseFloat(fields[4]);
     }
-    return { uuids, positions, sizes, count: Math.max(count, 0) };
+    return { uuids, positions, sizes, count };
   }
 
   // ---- Colours: the last six hex digits of the uuid, as the public galaxy pages do, fitted to the theme ----
