@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { seed, startService } from './lib.ts';
 
 const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 100_000);
@@ -23,30 +24,49 @@ const BOUND_MS = 1000;
 
 interface Answer {
   status: number | 'error';
-  retryAfter?: number;
   firstByteMs: number;
   totalMs: number;
 }
 
-/**
- * get asks for `url` from `localAddress` and reads the whole answer: on a new connection, or on one
- * of `agent`'s kept-alive connections.
- */
-function get(url: string, localAddress: string, agent: http.Agent | false = false): Promise<Answer> {
+/** get asks for `url` from `localAddress` on a new connection and reads the whole answer. */
+function get(url: string, localAddress: string): Promise<Answer> {
   const started = performance.now();
   return new Promise((resolve) => {
     const failed = () => resolve({ status: 'error', firstByteMs: performance.now() - started, totalMs: performance.now() - started });
     http
-      .get(url, { localAddress, agent }, (res) => {
+      .get(url, { localAddress, agent: false }, (res) => {
         const firstByteMs = performance.now() - started;
         res.on('data', () => {});
-        const retryAfter = Number(res.headers['retry-after'] ?? 0);
-        res.on('end', () => resolve({ status: res.statusCode!, retryAfter, firstByteMs, totalMs: performance.now() - started }));
+        res.on('end', () => resolve({ status: res.statusCode!, firstByteMs, totalMs: performance.now() - started }));
         res.on('error', failed);
       })
       .on('error', failed);
   });
 }
+
+/**
+ * The greedy client: `clients` exports at once from 127.0.0.2 on kept-alive connections (past the
+ * per-address connection limit too), each sent again as soon as it ends, or once the `Retry-After` of
+ * a refusal has passed; on "stop" it posts the count of answers by status.
+ */
+const GREEDY_CLIENT = `
+const http = require('node:http');
+const { parentPort, workerData } = require('node:worker_threads');
+const agent = new http.Agent({ keepAlive: true, maxSockets: workerData.clients, localAddress: '127.0.0.2' });
+const counts = {};
+let stop = false;
+parentPort.once('message', () => (stop = true));
+const once = () => new Promise((resolve) => {
+  const done = (status, wait) => { counts[status] = (counts[status] ?? 0) + 1; setTimeout(resolve, wait); };
+  http.get(workerData.url, { agent }, (res) => {
+    res.on('data', () => {});
+    res.on('end', () => done(res.statusCode, Number(res.headers['retry-after'] ?? 0) * 1000));
+    res.on('error', () => done('error', 100));
+  }).on('error', () => done('error', 100));
+});
+Promise.all(Array.from({ length: workerData.clients }, async () => { while (!stop) await once(); }))
+  .then(() => { agent.destroy(); parentPort.postMessage(counts); });
+`;
 
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? NaN;
 
@@ -86,25 +106,16 @@ try {
   for (const url of VICTIM_URLS) await get(url, '127.0.0.3');
   report('idle', await victim(performance.now() + 5000), false);
 
-  const greedyStatus = new Map<string, number>();
-  let stop = false;
-  // Connections kept alive, one per export, past the per-address connection limit too.
-  const greedyAgent = new http.Agent({ keepAlive: true, maxSockets: GREEDY, localAddress: '127.0.0.2' });
-  const greedy = Array.from({ length: GREEDY }, async () => {
-    while (!stop) {
-      const { status, retryAfter = 0 } = await get(`${base}/api/v1/nonsense?format=csv`, '127.0.0.2', greedyAgent);
-      greedyStatus.set(String(status), (greedyStatus.get(String(status)) ?? 0) + 1);
-      if (status === 'error') await new Promise((resolve) => setTimeout(resolve, 100));
-      else if (retryAfter > 0) await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
-    }
-  });
+  // The greedy client reads in a thread of its own, so that reading its downloads at full speed does
+  // not delay the victim's timings in this thread.
+  const greedy = new Worker(GREEDY_CLIENT, { eval: true, workerData: { url: `${base}/api/v1/nonsense?format=csv`, clients: GREEDY } });
+  const greedyStatus = new Promise<Record<string, number>>((resolve) => greedy.once('message', resolve));
   // Let the greedy address fill every place it can before the victim starts.
   await new Promise((resolve) => setTimeout(resolve, 2000));
   report(`${GREEDY} greedy exports`, await victim(performance.now() + SECONDS * 1000), true);
-  stop = true;
-  await Promise.all(greedy);
-  greedyAgent.destroy();
-  console.log(`greedy answers: ${[...greedyStatus].map(([status, n]) => `${n} × ${status}`).join(', ')}`);
+  greedy.postMessage('stop');
+  console.log(`greedy answers: ${Object.entries(await greedyStatus).map(([status, n]) => `${n} × ${status}`).join(', ')}`);
+  await greedy.terminate();
 } finally {
   await service.stop();
   fs.rmSync(dir, { recursive: true, force: true });
