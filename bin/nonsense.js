@@ -4,7 +4,10 @@
 // `serve` sets V8's heap growing factor for itself (src/heap-growth.ts), so that it applies however
 // the service is started; `node --heap-growing-percent=N bin/nonsense.js serve` keeps N instead.
 // `npm start` sets glibc's allocator settings in the environment, which a process cannot change for
-// itself once started (docs/deployment.md, "Memory: the allocator's settings").
+// itself once started (docs/deployment.md, "Memory: the allocator's settings"), and `exec`s node so
+// that signals reach it; a process manager or container sets the same environment and runs this file
+// itself (docs/deployment.md, "Under a process manager"). It does not start itself again with the
+// settings: a second process would stand between the manager and the server, as the shell did.
 import fs from 'node:fs';
 
 const cli = new URL('../dist/cli.js', import.meta.url);

@@ -4,6 +4,7 @@
  */
 // First: it must run before the first full garbage collection (tick-shape.ts).
 import './tick-shape.ts';
+import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, Option } from 'commander';
@@ -36,9 +37,18 @@ async function withStorage<T>(work: (storage: Storage) => Promise<T>): Promise<T
   }
 }
 
+/** The package's version: package.json sits one folder above both src/cli.ts and the bundle dist/cli.js. */
+const version = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** PREFIX starts every error message of the command, as the command's own name. */
+const PREFIX = 'nonsense: ';
+
 const program = new Command()
   .name('nonsense')
   .description('The Nonsense Entry Service: serve it and manage its database.')
+  .version(version, '-V, --version', 'print the version')
+  // Commander's own messages (an unknown option, a missing argument) begin with "error: ".
+  .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, PREFIX)) })
   .showHelpAfterError();
 
 program
@@ -312,10 +322,6 @@ class UsageError extends Error {}
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  if (error instanceof ConfigError) {
-    console.error(error.message);
-    process.exit(2);
-  }
-  console.error(`nonsense: ${(error as Error).message}`);
-  process.exit(1);
+  console.error(`${PREFIX}${error instanceof Error ? error.message : String(error)}`);
+  process.exit(error instanceof ConfigError ? 2 : 1);
 }

@@ -16,6 +16,8 @@ import { createStorage } from './storage/index.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/** How often, while shutting down, connections whose last response has ended are closed. */
+const IDLE_SWEEP_WHILE_CLOSING_MS = 100;
 /** How long after listening the schemas not yet used start compiling in the background. */
 const PENDING_SCHEMAS_DELAY_MS = 1000;
 
@@ -46,41 +48,47 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   const storage = createStorage(database);
   const cards = createCardService(config);
   const app = await buildApp({ config, storage, cards });
-  app.log.info({ config: describeConfig(config) }, 'configuration');
+  // What is said before listening is logged after the line with the address, which comes first: on a
+  // terminal it is the line a person looks for.
+  const notes: Array<{ level: 'info' | 'warn'; details: object; message: string }> = [];
+  notes.push({ level: 'info', details: { config: describeConfig(config) }, message: 'configuration' });
   if (config.baseUrl === null && !isLoopback(config.host)) {
-    app.log.warn(
-      { host: config.host },
-      'listening beyond this machine without BASE_URL: absolute links (share pages, OData, the API description) follow ' +
+    notes.push({
+      level: 'warn',
+      details: { host: config.host },
+      message:
+        'listening beyond this machine without BASE_URL: absolute links (share pages, OData, the API description) follow ' +
         "each request's Host header; set BASE_URL to the public address (docs/deployment.md)",
-    );
+    });
   }
-  if (migrated.length > 0) app.log.info({ migrated }, 'database schema migrated');
+  if (migrated.length > 0) notes.push({ level: 'info', details: { migrated }, message: 'database schema migrated' });
 
   // Connections get a budget below the descriptor limit, so that the database, the threads and the
   // logs always have descriptors left (plugins/connections.ts).
   const descriptors = descriptorLimit();
   const limits = connectionLimits(config, descriptors.limit);
   limitConnections(app.server, limits);
-  app.log.info(
-    { descriptorLimit: descriptors.known ? descriptors.limit : null, maxConnections: limits.max, maxConnectionsPerClient: limits.perClient },
-    descriptors.known ? 'connection limits' : `connection limits (the descriptor limit could not be read; assumed ${descriptors.limit})`,
-  );
+  notes.push({
+    level: 'info',
+    details: { descriptorLimit: descriptors.known ? descriptors.limit : null, maxConnections: limits.max, maxConnectionsPerClient: limits.perClient },
+    message: descriptors.known ? 'connection limits' : `connection limits (the descriptor limit could not be read; assumed ${descriptors.limit})`,
+  });
   if (limits.max > connectionBudget(descriptors.limit)) {
-    app.log.warn(
-      { descriptorLimit: descriptors.limit, maxConnections: limits.max },
-      'MAX_CONNECTIONS leaves fewer than the reserved file descriptors for the database, threads and logs; ' +
+    notes.push({
+      level: 'warn',
+      details: { descriptorLimit: descriptors.limit, maxConnections: limits.max },
+      message:
+        'MAX_CONNECTIONS leaves fewer than the reserved file descriptors for the database, threads and logs; ' +
         'raise the descriptor limit (ulimit -n, LimitNOFILE) or lower MAX_CONNECTIONS',
-    );
+    });
   }
 
   if (config.demoData && database.quirks.embedded && (await storage.entries.countAll()) === 0) {
-    const demo = await loadDemo(storage);
-    app.log.info(demo, 'empty database: demo data loaded');
+    notes.push({ level: 'info', details: await loadDemo(storage), message: 'empty database: demo data loaded' });
   }
 
-  // The galaxy is laid out off the request path, in its own thread.
+  // The galaxy is laid out off the request path, in its own thread, started once listening.
   const galaxy = config.galaxy ? new GalaxyBackground(config, app.log, { needsWork: () => galaxyBehind(storage) }) : null;
-  galaxy?.start();
 
   app.addHook('onClose', async () => {
     await galaxy?.stop();
@@ -98,6 +106,10 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       process.exit(1);
     }, SHUTDOWN_GRACE_MS);
     force.unref();
+    // Closing drops the connections idle at that moment only: one whose response ends later would be
+    // kept open for a next request that never comes, and hold the process until the grace is over.
+    const dropIdle = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_WHILE_CLOSING_MS);
+    dropIdle.unref();
     app.close().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -106,10 +118,19 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
       },
     );
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  // Handlers that stay: a signal often comes twice (Ctrl-C reaches every process of the terminal's
+  // group, npm and node alike, and npm passes its own on to node; a manager may signal the process and
+  // then its group), and without a handler the second would end the process before in-flight requests
+  // finish.
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
 
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host, listenTextResolver: (address) => `listening on ${address}` });
+  } finally {
+    for (const { level, details, message } of notes) app.log[level](details, message);
+  }
+  galaxy?.start();
   // Once listening, the server's errors are failed accepts (EMFILE with every descriptor taken, a
   // connection reset in the backlog): Node emits them on the server, and without a listener they
   // would end the process. The connections already open go on, and accepting resumes by itself.

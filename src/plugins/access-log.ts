@@ -7,10 +7,15 @@
  * request that costs a few dozen; at low rates a line shows within 100 ms. pino's own asynchronous
  * destination (sonic-boom with `minLength`) measured slower than its synchronous one here, as it
  * re-measures its growing buffer on every write.
+ *
+ * The lines are JSON, one an event, for whatever collects them; on a terminal (standard output a TTY)
+ * they become one readable line an event instead, through pino-pretty's formatter.
  */
+import { createRequire } from 'node:module';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import pino from 'pino';
+import type PinoPretty from 'pino-pretty';
 import type { AccessLogWriter } from './fast-lane.ts';
 
 /** Bytes that make a batch worth writing at once. */
@@ -77,14 +82,63 @@ export class BatchedDestination {
   };
 }
 
+/** readable is a log line's event as a person reads it: a request as `GET /path 200 1.3 ms`. */
+function readable(line: string): Record<string, unknown> {
+  let event: Record<string, unknown>;
+  try {
+    event = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return { msg: line };
+  }
+  if (event.msg !== 'request' || event.method === undefined) return event;
+  const { level, time, method, url, status, ms } = event;
+  return { level, time, msg: `${String(method)} ${String(url)} ${String(status)} ${String(ms)} ms` };
+}
+
+/**
+ * PrettySink writes each JSON line of a batch as one readable line: time, level, message, and the
+ * event's other fields on the same line (an error's stack below it).
+ */
+export class PrettySink implements BatchSink {
+  constructor(
+    private readonly out: BatchSink,
+    private readonly prettify: (event: object) => string,
+  ) {}
+
+  write(bytes: Buffer): void {
+    let text = '';
+    // A batch holds whole lines: the destination is given one complete line at a time.
+    for (const line of bytes.toString('utf8').split('\n')) if (line !== '') text += this.prettify(readable(line));
+    this.out.write(Buffer.from(text, 'utf8'));
+  }
+
+  flushSync(): void {
+    this.out.flushSync?.();
+  }
+}
+
+/**
+ * prettyFormatter is pino-pretty's formatter as the terminal gets it. pino-pretty is loaded here only:
+ * a service whose output goes to a file, a pipe or a journal never loads it (it takes a few hundred
+ * milliseconds to load). Colours follow the terminal (NO_COLOR turns them off).
+ */
+export function prettyFormatter(options: { colorize?: boolean } = {}): (event: object) => string {
+  const { prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
+  return prettyFactory({ singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', ...options });
+}
+
 let stdout: BatchedDestination | undefined;
 
-/** logDestination is the batched standard output; one per process, however many apps it builds. */
-export function logDestination(): BatchedDestination {
+/**
+ * logDestination is the batched standard output; one per process, however many apps it builds. Its
+ * lines are JSON, or readable ones when standard output is a terminal (`terminal`).
+ */
+export function logDestination(terminal = process.stdout.isTTY === true): BatchedDestination {
   if (stdout === undefined) {
     // Synchronous underneath: it retries a full pipe (EAGAIN) and stops quietly on a closed one (EPIPE).
     // In buffer mode it takes Buffers, which its types do not say.
-    const destination = new BatchedDestination(pino.destination({ dest: 1, sync: true, contentMode: 'buffer' }) as unknown as BatchSink);
+    const fd = pino.destination({ dest: 1, sync: true, contentMode: 'buffer' }) as unknown as BatchSink;
+    const destination = new BatchedDestination(terminal ? new PrettySink(fd, prettyFormatter()) : fd);
     process.on('exit', () => destination.flush());
     stdout = destination;
   }

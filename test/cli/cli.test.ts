@@ -32,8 +32,18 @@ describe('nonsense command line', () => {
   it('stops on a bad setting with a message naming it', async () => {
     const result = await nonsense(['serve'], { ...env, PORT: 'abc', RATE_LIMIT_READ: 'many' });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/PORT must be an integer/);
+    expect(result.stderr).toMatch(/^nonsense: Invalid configuration:\n {2}- PORT must be an integer/m);
     expect(result.stderr).toMatch(/RATE_LIMIT_READ/);
+  });
+
+  it('prints its version, and names itself in every error', async () => {
+    const { version } = JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) expect(await nonsense([flag], env)).toMatchObject({ code: 0, stdout: `${version}\n` });
+    const unknown = await nonsense(['frobnicate'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^nonsense: unknown command 'frobnicate'$/m);
+    expect((await nonsense(['export', '--bogus'], env)).stderr).toMatch(/^nonsense: unknown option '--bogus'$/m);
+    expect((await nonsense(['import'], env)).stderr).toMatch(/^nonsense: missing required argument 'file'$/m);
   });
 
   it('migrates, then reports the schema up to date', async () => {
