@@ -11,6 +11,7 @@ import { adminAuth } from './plugins/admin-auth.ts';
 import docs from './plugins/docs.ts';
 import fairShare from './plugins/fair-share.ts';
 import { FastLane } from './plugins/fast-lane.ts';
+import head from './plugins/head.ts';
 import headers, { requestId, setCommonHeaders } from './plugins/headers.ts';
 import metrics from './plugins/metrics.ts';
 import overload from './plugins/overload.ts';
@@ -130,6 +131,8 @@ export async function buildApp({ config, storage, cards, logger, readWorkers = t
   app.decorate('readWorkers', exports);
   if (exports !== null) app.addHook('onClose', () => exports.close());
 
+  // Before every route: it takes over the body handling of the HEAD route Fastify adds beside each GET.
+  await app.register(head);
   await app.register(accessLog, { destination });
   await app.register(problem);
   // Before every other hook, so that every request is counted and timed, refused ones included.

@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyServerFactory } from 'fastify';
 import type { RouteSeries } from '../metrics/requests.ts';
 import { COMMON_HEADERS, requestId } from './headers.ts';
+import { etagMatches } from './http-cache.ts';
 import { dropIdleConnections } from './idle-connections.ts';
 import { routeSeries } from './metrics.ts';
 
@@ -66,6 +67,21 @@ function headList(own: readonly string[], withLength: boolean): readonly string[
     headLists.set(own, lists);
   }
   return withLength ? lists.withLength : lists.without;
+}
+
+/**
+ * laneNotModified tells whether a lane request's `If-None-Match` names `etag`, by the comparison of
+ * every other route (http-cache.ts), whatever its cache directives say. It reads the raw header list,
+ * as requestId does: Node builds a request's `headers` object on first use, which the lane otherwise
+ * never needs. Field lines sent more than once form one list, so any of them may match.
+ */
+export function laneNotModified(request: IncomingMessage, etag: string): boolean {
+  const raw = request.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'if-none-match' && etagMatches(raw[i + 1]!, etag)) return true;
+  }
+  return false;
 }
 
 export class FastLane {

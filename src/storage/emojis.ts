@@ -14,6 +14,8 @@ export interface EmojiInfo {
 
 export interface EmojiImage extends EmojiInfo {
   image: Uint8Array;
+  /** When the image was stored (Unix ms): its modification time, as nothing else changes it. */
+  updatedAt: number;
 }
 
 export class EmojiStore extends NamedRows<'emojis'> {
@@ -35,10 +37,10 @@ export class EmojiStore extends NamedRows<'emojis'> {
   async find(name: string): Promise<EmojiImage | null> {
     const row = await this.db
       .selectFrom('emojis')
-      .select(['name', 'content_type', 'sha256', 'image'])
+      .select(['name', 'content_type', 'sha256', 'image', 'updated_at'])
       .where('name', '=', name)
       .executeTakeFirst();
-    return row ? { name: row.name, contentType: row.content_type, sha256: row.sha256, image: row.image } : null;
+    return row ? { name: row.name, contentType: row.content_type, sha256: row.sha256, image: row.image, updatedAt: Number(row.updated_at) } : null;
   }
 
   /** insertMissing adds the emojis whose name does not exist yet; returns how many it added. */

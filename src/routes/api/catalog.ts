@@ -63,7 +63,8 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Uploads are checked by their content, but an image opened directly is a document of this
       // origin: should a browser ever take one for something else, it may run and load nothing.
       reply.header('content-security-policy', "default-src 'none'; sandbox");
-      if (notModified(request, reply, `"${emoji.sha256.slice(0, 32)}"`, 'public, max-age=3600')) return reply;
+      // The one answer with a modification time of its own: an image changes only when it is stored anew.
+      if (notModified(request, reply, `"${emoji.sha256.slice(0, 32)}"`, 'public, max-age=3600', emoji.updatedAt)) return reply;
       return reply.type(emoji.contentType).send(Buffer.from(emoji.image.buffer, emoji.image.byteOffset, emoji.image.byteLength));
     },
   );

@@ -8,6 +8,7 @@ import { EXPORT_CONTENT_TYPES, EXPORT_PAGE_SIZE, readAhead, serializeExport } fr
 import { notModified } from '../../plugins/http-cache.ts';
 import { badRequest } from '../../plugins/problem.ts';
 import { ExportCsv, ExportQuery, ExportTxt, Entries, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
+import { headersOf } from '../../schemas/headers.ts';
 
 const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { entryQuery, variables, cache } = app.storage;
@@ -29,6 +30,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: {
           200: {
             description: 'The export file, as `Content-Disposition: attachment; filename="nonsense.<format>"`',
+            headers: headersOf('Content-Disposition'),
             content: { 'text/csv': { schema: ExportCsv }, 'application/json': { schema: Entries }, 'text/plain': { schema: ExportTxt } },
           },
           ...NOT_MODIFIED,
@@ -44,20 +46,18 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Every parameter is checked above, and the first page read below, before the first byte is sent.
       const tag = createHash('sha256').update(JSON.stringify([format, filter])).digest('base64url').slice(0, 16);
       if (notModified(request, reply, `W/"r${await cache.current()}-${tag}"`, 'no-cache')) return reply;
-      let chunks: AsyncIterable<string | Uint8Array> | null = null;
-      if (request.method !== 'HEAD') {
-        const values = await variables.values();
-        // The pages may travel in shared slots only when they go straight to a socket (not `inject`,
-        // whose response keeps every chunk it is given): services/read-workers/page-slots.ts.
-        const pending = request.raw.socket instanceof Socket ? () => reply.raw.writableLength : undefined;
-        chunks = workers
-          ? await workers.open(format, filter, EXPORT_PAGE_SIZE, values, { pending, client: app.fairShare.clientOf(request) })
-          : serializeExport(format, await readAhead(entryQuery.pages(filter, EXPORT_PAGE_SIZE)), values);
-      }
+      const values = await variables.values();
+      // The pages may travel in shared slots only when they go straight to a socket (not `inject`,
+      // whose response keeps every chunk it is given): services/read-workers/page-slots.ts.
+      const pending = request.raw.socket instanceof Socket ? () => reply.raw.writableLength : undefined;
+      // A HEAD reads the first page too, so it fails where its GET would; the stream is closed unread
+      // (plugins/head.ts).
+      const chunks = workers
+        ? await workers.open(format, filter, EXPORT_PAGE_SIZE, values, { pending, client: app.fairShare.clientOf(request) })
+        : serializeExport(format, await readAhead(entryQuery.pages(filter, EXPORT_PAGE_SIZE)), values);
       reply
         .type(EXPORT_CONTENT_TYPES[format])
         .header('content-disposition', `attachment; filename="nonsense.${format}"`);
-      if (chunks === null) return reply.send('');
       // A stream of the bytes the response schemas describe (not an object for the serialiser). One
       // page waits in it at most (Readable.from's default is 16), so a client reading slowly holds one
       // page of memory, not sixteen; the export worker has the next one ready meanwhile.

@@ -7,7 +7,6 @@
  */
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
-import fresh from 'fresh';
 import { parseUuid, uuidSegment } from '../../domain/uuid.ts';
 import { mathRandomPick } from '../../domain/variables.ts';
 import { ENTRY_JSON_TYPE, EntryJsonTemplate, entryJsonEncoder } from '../../formats/entry.ts';
@@ -16,7 +15,7 @@ import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { notFound } from '../../plugins/problem.ts';
 import { Entry, EntryPathParams, NOT_MODIFIED, problemResponses, Status } from '../../schemas/api.ts';
 import { EntryCache, type EntrySnapshot, type PreparedEntry } from '../../storage/entry-cache.ts';
-import type { LaneAnswer } from '../../plugins/fast-lane.ts';
+import { laneNotModified, type LaneAnswer } from '../../plugins/fast-lane.ts';
 
 /**
  * entryUuid is the lower-case UUID of the path segment. `.png` has its own route (share-image.ts), so
@@ -108,7 +107,7 @@ const nonsenseRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const i = snapshot.find(uuid);
       if (i === -1) return undefined;
       const { tag, headers, notModifiedHeaders } = taggedOf(snapshot.revision);
-      if (request.headers['if-none-match'] !== undefined && fresh(request.headers, { etag: tag })) return { status: 304, headers: notModifiedHeaders, body: '' };
+      if (laneNotModified(request, tag)) return { status: 304, headers: notModifiedHeaders, body: '' };
       return laneAnswer(snapshot, i, headers);
     },
     36,

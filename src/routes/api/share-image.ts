@@ -4,7 +4,6 @@
  * one render for concurrent requests for the same card, refused with 503 when the pool is full, and
  * with 503 while a failed render of the card is remembered (CardUnavailable).
  */
-import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -53,8 +52,8 @@ export default shareImageRoutes;
  * sendShareImage answers the share image of the entry `uuid` (already validated and lower-case):
  * 404 when no visible entry has it, 304 when the client's copy is current, else the PNG.
  *
- * HEAD never draws: it answers from the card cache, with the card's length, or else with the same
- * headers but no length, so HEAD requests cost what a cached card costs however many new URLs they try.
+ * HEAD answers as GET, with the card's length: a card not yet drawn is drawn into the cache, where the
+ * GET that usually follows finds it, so a HEAD and its GET cost one render.
  */
 async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid: string): Promise<FastifyReply> {
   const { storage, cards } = request.server;
@@ -68,8 +67,6 @@ async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid
   const failed = cards.failure(card);
   if (failed !== undefined) return sendUnavailable(reply, failed);
   reply.type('image/png');
-  // An empty stream: Fastify then sends the headers without inventing a Content-Length of 0.
-  if (request.method === 'HEAD') return reply.send(Readable.from([]));
   // The client hanging up before the card is done stops waiting for it (and the render, when nobody else waits).
   const gone = new AbortController();
   const onClose = () => {

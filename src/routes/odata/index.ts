@@ -175,7 +175,8 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     const { keyset, walksByIndex, ...selection } = selectionOf(query, context);
     if (await revalidate(request, reply, format)) return reply;
     reply.type(format === 'json' ? JSON_CONTENT_TYPE : ATOM_FEED_CONTENT_TYPE);
-    if (request.method === 'HEAD') return reply.send('');
+    // A HEAD runs the reads before the first byte too, so it fails where its GET would; the feed is
+    // closed unread (plugins/head.ts).
     fairShare.checkODataTime(request);
 
     const count = query.inlineCount ? await read(request, { kind: 'count', selection, timeLimitMs: timeLeft() }, context) : undefined;
