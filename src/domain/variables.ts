@@ -39,13 +39,14 @@ export function seededPick(seed: string): PickIndex {
   return (length) => uniformInt(rng, 0, length - 1);
 }
 
-const NAME_PATTERN = /^(?:\$[A-Z][A-Z0-9_]*\$|\$\{[a-z][a-z0-9_]*\})$/;
+/** A variable name: `$NAME$` or `${name}` (the request schemas say it too). */
+export const VARIABLE_NAME_PATTERN = /^(?:\$[A-Z][A-Z0-9_]*\$|\$\{[a-z][a-z0-9_]*\})$/;
 // Sticky: matched at each `$` in turn, so an unknown token does not hide a known one after it.
 const TOKEN_AT = /\$[A-Z][A-Z0-9_]*\$|\$\{[a-z][a-z0-9_]*\}/y;
 
 /** isVariableName tells whether `name` follows the token grammar (`$NAME$` or `${name}`). */
 export function isVariableName(name: string): boolean {
-  return NAME_PATTERN.test(name);
+  return VARIABLE_NAME_PATTERN.test(name);
 }
 
 /** isClientVariable tells whether `name` is one of the four client-side variables. */

@@ -4,10 +4,13 @@
  *
  * Besides what each route declares, the document says here what holds for every operation: an
  * `operationId` (from the method and path), a 400 wherever a request schema validates, a 414 where
- * a path parameter could be too long, a 500 and a
- * 503 everywhere (any request can meet a failure or an unreachable database), the bearer scheme of the
- * admin API (applied by plugins/admin-auth.ts), and the OData interface, whose routes parse their own
- * query language and are described in schemas/odata.ts. The `servers` entry is the service's base
+ * a router's path parameter could be too long, a 405 with `Allow` (the path's other methods), a 408
+ * and a 431 (the raw answers to a request not received in time or with headers too large), a 500
+ * and a 503 everywhere (any request can meet a failure or an unreachable database), the response
+ * headers of every answer (schemas/headers.ts, described once in `components.headers`), the CORS
+ * preflight of every path as its `options` operation, the bearer scheme of the admin API (applied by
+ * plugins/admin-auth.ts), and the OData interface, whose routes parse their own query language and
+ * are described in schemas/odata.ts. The `servers` entry is the service's base
  * URL: BASE_URL, or the address the document was requested at.
  *
  * Both are made after the start, not during it: the Swagger plugins (and the `yaml` package they
@@ -23,20 +26,40 @@ import fp from 'fastify-plugin';
 import { absoluteBase, baseUrlOf, varyOnHost } from './links.ts';
 import { notFound } from './problem.ts';
 import { PROBLEM_SCHEMA_ID } from '../schemas/api.ts';
+import { RESPONSE_HEADERS, type ResponseHeaderName } from '../schemas/headers.ts';
 import { ODATA_COMPONENTS, ODATA_PATHS } from '../schemas/odata.ts';
 import { BEARER_SCHEME } from './admin-auth.ts';
 
 type Json = Record<string, unknown>;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: { $ref: `#/components/schemas/${PROBLEM_SCHEMA_ID}` } } } });
+const headerRef = (name: ResponseHeaderName) => ({ $ref: `#/components/headers/${name}` });
+const headerRefs = (...names: ResponseHeaderName[]) => Object.fromEntries(names.map((name) => [name, headerRef(name)]));
+/** What every answer of a route carries; the raw answers to broken HTTP (408, 431) carry none of it. */
+const ROUTED = ['X-Request-Id', 'Cache-Control'] as const;
+const problem = (description: string, headers: Json = headerRefs(...ROUTED)) => ({
+  description,
+  headers,
+  content: { 'application/problem+json': { schema: { $ref: `#/components/schemas/${PROBLEM_SCHEMA_ID}` } } },
+});
+const RATE_LIMIT_HEADERS = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const;
 
 /** Answers any operation can give, described once. */
 const COMMON_RESPONSES = {
-  BadRequest: problem('The request is not valid: the detail names the parameter or field (also in `parameter` or `field`).'),
+  BadRequest: problem(
+    'The request is not valid: the detail names the parameter or field (also in `parameter` or `field`).',
+    headerRefs(...ROUTED, ...RATE_LIMIT_HEADERS),
+  ),
   UriTooLong: problem('A path segment is longer than the service takes (200 characters).'),
-  ServerError: problem('The server failed; the detail names the request id (also in `X-Request-Id`).'),
-  Unavailable: problem('The database cannot be reached, or the server is overloaded; `Retry-After` says when to try again.'),
+  MethodNotAllowed: problem('The path has no such method; `Allow` lists the ones it has.', headerRefs(...ROUTED, 'Allow')),
+  RequestTimeout: problem('The request was not received in time; the connection is closed.', {}),
+  HeadersTooLarge: problem('The request headers are larger than the server takes; the connection is closed.', {}),
+  ServerError: problem('The server failed; the detail names the request id (also in `X-Request-Id`).', headerRefs(...ROUTED, ...RATE_LIMIT_HEADERS)),
+  Unavailable: problem(
+    'The database cannot be reached, the server is overloaded or its read workers are busy; `Retry-After` says when to try again.',
+    headerRefs(...ROUTED, 'Retry-After', ...RATE_LIMIT_HEADERS),
+  ),
+  Preflight: { description: 'A CORS preflight (or any OPTIONS request): every origin may call the API.', headers: headerRefs('X-Request-Id', 'Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age') },
 };
 
 /**
@@ -56,19 +79,90 @@ export function operationIdOf(method: string, url: string): string {
   return method.toLowerCase() + words.map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join('');
 }
 
-/** withCommonAnswers adds what holds for every operation to a path item, in place. */
-function withCommonAnswers(pathItem: Json): void {
-  for (const method of METHODS) {
-    const operation = pathItem[method] as { responses?: Json; parameters?: unknown[]; requestBody?: unknown } | undefined;
-    if (operation === undefined) continue;
+/** Headers only one operation sends, by operationId and status: the export's file name. */
+const OPERATION_HEADERS: Record<string, Record<string, ResponseHeaderName[]>> = {
+  getNonsense: { 200: ['Content-Disposition'] },
+};
+
+interface OperationObject {
+  operationId?: string;
+  responses?: Record<string, Json>;
+  parameters?: { in?: string }[];
+  requestBody?: unknown;
+}
+
+/**
+ * withHeaders gives a response the headers it carries besides its route's own: the request id and
+ * caching everywhere a route answers, `Retry-After` on 429 and 503, `WWW-Authenticate` on 401, the
+ * rate limit's where the operation is limited, `ETag` where it revalidates, OData's version there.
+ * Headers a route names (schemas/headers.ts) become references to the one description, and so do
+ * the few only one operation sends (OPERATION_HEADERS).
+ */
+function withHeaders(status: string, response: Json, options: { limited: boolean; revalidates: boolean; odata: boolean; own: ResponseHeaderName[] }): void {
+  if (response.$ref !== undefined) return;
+  const headers: Json = {};
+  for (const [name, value] of Object.entries((response.headers as Json | undefined) ?? {})) {
+    headers[name] = name in RESPONSE_HEADERS ? headerRef(name as ResponseHeaderName) : value;
+  }
+  const add = (...names: ResponseHeaderName[]) => {
+    for (const name of names) headers[name] ??= headerRef(name);
+  };
+  add(...options.own, ...ROUTED);
+  if (status === '401') add('WWW-Authenticate');
+  if (status === '429' || status === '503') add('Retry-After');
+  if (options.limited) add(...RATE_LIMIT_HEADERS);
+  if (options.revalidates && (status === '200' || status === '304')) add('ETag');
+  if (options.odata) add('DataServiceVersion');
+  response.headers = headers;
+}
+
+/**
+ * withCommonAnswers adds what holds for every operation to a path item, in place: the statuses any
+ * request can meet, the response headers, and the CORS preflight, which every path answers.
+ */
+function withCommonAnswers(url: string, pathItem: Json): void {
+  const odata = url.startsWith('/odata/');
+  const operations = METHODS.filter((method) => pathItem[method] !== undefined);
+  for (const method of operations) {
+    const operation = pathItem[method] as OperationObject;
     const responses = (operation.responses ??= {});
+    // Rate-limited: every public read (plugins/rate-limits.ts) and the report, which declare the 429.
+    const limited = responses['429'] !== undefined;
+    const revalidates = responses['304'] !== undefined;
+    for (const [status, response] of Object.entries(responses)) {
+      withHeaders(status, response, { limited, revalidates, odata, own: OPERATION_HEADERS[operation.operationId ?? '']?.[status] ?? [] });
+    }
     const validates = (operation.parameters?.length ?? 0) > 0 || operation.requestBody !== undefined;
     if (validates && responses['400'] === undefined) responses['400'] = { $ref: '#/components/responses/BadRequest' };
-    const inPath = (operation.parameters as { in?: string }[] | undefined)?.some((parameter) => parameter.in === 'path') ?? false;
-    if (inPath) responses['414'] ??= { $ref: '#/components/responses/UriTooLong' };
+    // Only a path parameter of the router can be too long; OData parses its own path, and answers a
+    // long key as any other bad key (400).
+    const inPath = operation.parameters?.some((parameter) => parameter.in === 'path') ?? false;
+    if (inPath && !odata) responses['414'] ??= { $ref: '#/components/responses/UriTooLong' };
+    responses['405'] ??= { $ref: `#/components/responses/${odata ? 'ODataMethodNotAllowed' : 'MethodNotAllowed'}` };
+    responses['408'] ??= { $ref: '#/components/responses/RequestTimeout' };
+    responses['431'] ??= { $ref: '#/components/responses/HeadersTooLarge' };
     responses['500'] ??= { $ref: '#/components/responses/ServerError' };
     responses['503'] ??= { $ref: '#/components/responses/Unavailable' };
   }
+  // Any OPTIONS request is answered as a CORS preflight (plugins/headers.ts), before authentication.
+  const first = pathItem[operations[0]!] as OperationObject;
+  const inPath = first.parameters?.filter((parameter) => parameter.in === 'path') ?? [];
+  pathItem.options = {
+    operationId: `options${(first.operationId ?? operationIdOf('get', url)).replace(/^[a-z]+/, '')}`,
+    summary: 'CORS preflight',
+    description: 'Answered for every path and origin, without credentials: the methods and requested headers are allowed.',
+    tags: ['cors'],
+    ...(inPath.length > 0 ? { parameters: inPath } : {}),
+    responses: {
+      204: { $ref: '#/components/responses/Preflight' },
+      // A path parameter with broken percent-encoding is refused before any route.
+      ...(inPath.length > 0 ? { 400: { $ref: '#/components/responses/BadRequest' } } : {}),
+      408: { $ref: '#/components/responses/RequestTimeout' },
+      431: { $ref: '#/components/responses/HeadersTooLarge' },
+      500: { $ref: '#/components/responses/ServerError' },
+      503: { $ref: '#/components/responses/Unavailable' },
+    },
+  };
 }
 
 /** documentFor is the document as served at `baseUrl`: with its `servers` entry. */
@@ -148,6 +242,7 @@ function swaggerOptions(appName: string) {
         { name: 'admin', description: 'Writing: entries, variables, emojis and the report queue (bearer token)' },
         { name: 'odata', description: 'The read-only OData v2 interface for spreadsheet and BI tools (experimental)' },
         { name: 'operations', description: 'Health and readiness' },
+        { name: 'cors', description: 'CORS preflights: every path answers OPTIONS, for any origin' },
       ],
       components: {
         securitySchemes: {
@@ -168,8 +263,9 @@ function swaggerOptions(appName: string) {
     },
     transformObject: (documents: { openapiObject?: unknown; swaggerObject?: unknown }) => {
       const document = ('openapiObject' in documents ? documents.openapiObject : documents.swaggerObject) as Json;
-      const paths = { ...(document.paths as Json), ...ODATA_PATHS } as Record<string, Json>;
-      for (const pathItem of Object.values(paths)) withCommonAnswers(pathItem);
+      // A copy of the OData paths: the common answers are added in place.
+      const paths = { ...(document.paths as Json), ...structuredClone(ODATA_PATHS) } as Record<string, Json>;
+      for (const [url, pathItem] of Object.entries(paths)) withCommonAnswers(url, pathItem);
       const components = document.components as Json;
       return {
         ...document,
@@ -180,6 +276,7 @@ function swaggerOptions(appName: string) {
           ...components,
           schemas: { ...(components.schemas as Json), ...ODATA_COMPONENTS.schemas },
           responses: { ...COMMON_RESPONSES, ...ODATA_COMPONENTS.responses },
+          headers: RESPONSE_HEADERS,
         },
       };
     },

@@ -323,6 +323,8 @@ export default fp(
     // Routes document their errors with this shared schema (schemas/api.ts: problemResponses).
     app.addSchema(Problem);
     app.setErrorHandler((error: FastifyError, request, reply) => {
+      // A validator set before the failure named the representation that was not sent.
+      reply.removeHeader('etag');
       const answer = classifyError(error, request);
       if (answer.headers) reply.headers(answer.headers);
       return sendProblem(reply, answer.status, answer.detail, answer.extensions);

@@ -6,8 +6,11 @@ import { Type } from 'typebox';
 import { EMOJI_NAME_PATTERN, IMAGE_EXTENSIONS } from '../domain/emojis.ts';
 import { REPORT_REASONS, type ReportReason } from '../domain/reports.ts';
 import { MAX_SEARCH_LENGTH } from '../domain/search-text.ts';
+import { MAX_TEXT_LENGTH } from '../domain/text.ts';
+import { VARIABLE_NAME_PATTERN } from '../domain/variables.ts';
 import { Nullable, StringEnum, TimestampInput, UuidInput } from './api.ts';
-import { EXPECTS } from './validator.ts';
+import { headersOf } from './headers.ts';
+import { EXPECTS, TRIMMED_LENGTH, trimmedLengthPattern } from './validator.ts';
 
 /** Answers and inputs write these limits; the text rules (trimming, control characters) are in domain/text.ts. */
 export const MAX_DESCRIPTION_LENGTH = 500;
@@ -32,9 +35,16 @@ export const AdminEntry = Type.Object(
 
 export const EntryUuidParams = Type.Object({ uuid: UuidInput('The entry UUID, in any case.') });
 
+/**
+ * The raw text: 1 to 2,000 characters after trimming. The pattern says it (a character that is not
+ * white space, then at most 1,998 more and another such character, white space around), so that
+ * clients can check it; the validator reports a refusal as the length it counts (schemas/validator.ts).
+ */
 const EntryText = Type.String({
   minLength: 1,
-  description: 'The raw text: 1 to 2,000 characters after trimming; line breaks allowed, no other control characters.',
+  pattern: trimmedLengthPattern(1, MAX_TEXT_LENGTH),
+  [TRIMMED_LENGTH]: { min: 1, max: MAX_TEXT_LENGTH },
+  description: 'The raw text: 1 to 2,000 characters after trimming (not blank); line breaks allowed, no other control characters.',
 });
 
 export const NewEntryBody = Type.Object({
@@ -53,6 +63,8 @@ export const EntryChangeBody = Type.Object(
 export const VariableNameParams = Type.Object({
   name: Type.String({
     maxLength: 100,
+    pattern: VARIABLE_NAME_PATTERN.source,
+    [EXPECTS]: 'written as $NAME$ (A-Z, 0-9, _) or ${name} (a-z, 0-9, _): anything else is not a variable name',
     description: 'The token as written in texts, URL-encoded: `%24ANIMAL%24` for `$ANIMAL$`, `%24%7Banimal%7D` for `${animal}`.',
   }),
 });
@@ -125,9 +137,7 @@ const Cursor = Type.String({
 });
 
 /** The `Link` header of a list page: the next page's URL, while more remain. */
-export const NEXT_PAGE_HEADERS = {
-  Link: Type.String({ description: 'While more remain: `<URL of the next page>; rel="next"` (RFC 8288). The body stays a plain array.' }),
-};
+export const NEXT_PAGE_HEADERS = headersOf('Link');
 
 export const ReportQuery = Type.Object({
   status: Type.Optional(StringEnum(REPORT_STATUSES, { default: 'open', description: 'Which reports to list.' })),

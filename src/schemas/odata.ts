@@ -7,10 +7,14 @@
 import { Type } from 'typebox';
 import { ENTITY_SET, PROPERTY_NAMES, QUALIFIED_TYPE } from '../domain/odata/model.ts';
 import { StringEnum } from './api.ts';
+import type { ResponseHeaderName } from './headers.ts';
 
 const PREFIX = '/odata/v2';
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const response = (name: string) => ({ $ref: `#/components/responses/${name}` });
+const headers = (...names: ResponseHeaderName[]) => Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+/** What every OData answer of a route carries: the request id, caching, the version, and the rate limit's (reads are limited). */
+const ODATA_HEADERS = ['X-Request-Id', 'Cache-Control', 'DataServiceVersion', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] as const;
 
 const Xml = (description: string) => Type.String({ description, contentMediaType: 'application/xml' });
 
@@ -64,18 +68,26 @@ const ODataErrorJson = Type.Object(
   { title: 'ODataErrorJson' },
 );
 
+const ODATA_ERROR_CONTENT = {
+  'application/xml': { schema: Xml('`<error xmlns="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><code/><message xml:lang="en-US">…</message></error>`') },
+  'application/json': { schema: ref('ODataErrorJson') },
+};
+
 /** Schemas and responses the OData paths refer to. */
 export const ODATA_COMPONENTS = {
   schemas: { ODataEntityJson, ODataFeedJson, ODataEntryJson, ODataServiceJson, ODataErrorJson },
   responses: {
     ODataError: {
-      description: 'An OData error: `<error>` in XML, or `{"error": …}` with `$format=json` (or when JSON is preferred).',
-      content: {
-        'application/xml': { schema: Xml('`<error xmlns="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><code/><message xml:lang="en-US">…</message></error>`') },
-        'application/json': { schema: ref('ODataErrorJson') },
-      },
+      description: 'An OData error: `<error>` in XML, or `{"error": …}` with `$format=json` (or when JSON is preferred). A 429 or 503 says in `Retry-After` when to try again.',
+      headers: headers(...ODATA_HEADERS, 'Retry-After'),
+      content: ODATA_ERROR_CONTENT,
     },
-    ODataNotModified: { description: 'Not modified: the copy named by `If-None-Match` is current.' },
+    ODataMethodNotAllowed: {
+      description: 'The interface is read-only: `Allow` lists GET and HEAD; an OData error.',
+      headers: headers('X-Request-Id', 'Cache-Control', 'DataServiceVersion', 'Allow'),
+      content: ODATA_ERROR_CONTENT,
+    },
+    ODataNotModified: { description: 'Not modified: the copy named by `If-None-Match` is current.', headers: headers(...ODATA_HEADERS, 'ETag') },
   },
 };
 
@@ -106,7 +118,7 @@ const operation = (id: string, summary: string, description: string, parameters:
     tags: ['odata'],
     parameters,
     // Every error here is in the OData format, a refused or failed request included.
-    responses: Object.fromEntries([[200, ok], [304, response('ODataNotModified')], ...[400, 404, 429, 500, 503].map((status) => [status, response('ODataError')])]),
+    responses: Object.fromEntries([[200, { ...(ok as object), headers: headers(...ODATA_HEADERS, 'ETag') }], [304, response('ODataNotModified')], ...[400, 404, 429, 500, 503].map((status) => [status, response('ODataError')])]),
   },
 });
 
@@ -123,12 +135,20 @@ function entity(id: string, summary: string) {
   );
 }
 
-/** The OData resources, as OpenAPI path items. `/odata/v2/` (with the slash) is the service document too. */
-export const ODATA_PATHS = {
-  [PREFIX]: operation('getODataService', 'OData service document', 'The entity sets of the service: `nonsense_list`.', [format], {
+const serviceDocument = (id: string, description: string) =>
+  operation(id, 'OData service document', description, [format], {
     description: 'The service document',
     content: { 'application/atomsvc+xml': { schema: Type.String({ contentMediaType: 'application/atomsvc+xml' }) }, 'application/json': { schema: ref('ODataServiceJson') } },
-  }),
+  });
+
+/**
+ * The OData resources, as OpenAPI path items. The service root is `/odata/v2/`, the address OData
+ * clients are given (relative links in its answers resolve against it); the router serves it without
+ * the slash too.
+ */
+export const ODATA_PATHS = {
+  [`${PREFIX}/`]: serviceDocument('getODataServiceRoot', 'The entity sets of the service: `nonsense_list`. The service root, as OData clients are given it.'),
+  [PREFIX]: serviceDocument('getODataService', 'The entity sets of the service: `nonsense_list`; the same as `/odata/v2/`.'),
   [`${PREFIX}/$metadata`]: operation('getODataMetadata', 'OData metadata (EDMX)', 'The entity model, in EDMX with `DataServiceVersion 2.0`, always XML.', [], {
     description: 'The EDMX document',
     content: { 'application/xml': { schema: Xml('EDMX: entity set `nonsense_list` of entity type `Nonsense`, key `uuid`.') } },

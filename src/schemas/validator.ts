@@ -24,6 +24,21 @@ export type HttpPart = 'body' | 'querystring' | 'params' | 'headers';
  */
 export const EXPECTS = 'x-expects';
 
+/**
+ * `x-trimmed-length`: `{ min, max }`, the length in characters a text must have once trimmed, which
+ * its `pattern` (trimmedLengthPattern) says to every client. When that pattern refuses a text, the
+ * error is reported as the length counted, `minLength` or `maxLength` of the trimmed text, so the
+ * detail says "is empty" or "has 2001 characters; at most 2000 are allowed" rather than quoting a
+ * regular expression. An annotation: the pattern validates.
+ */
+export const TRIMMED_LENGTH = 'x-trimmed-length';
+
+/** trimmedLengthPattern matches a text of `min` (at least 1) to `max` characters once white space around it is trimmed. */
+export function trimmedLengthPattern(min: number, max: number): string {
+  const inner = min <= 1 ? `(?:[\\s\\S]{0,${max - 2}}\\S)?` : `[\\s\\S]{${min - 2},${max - 2}}\\S`;
+  return `^\\s*\\S${inner}\\s*$`;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function createAjv(): Ajv2020 {
@@ -35,6 +50,7 @@ function createAjv(): Ajv2020 {
   // The API's UUID: 8-4-4-4-12 hex digits in any case, without ajv-formats' optional "urn:uuid:".
   ajv.addFormat('uuid', UUID);
   ajv.addKeyword({ keyword: EXPECTS, schemaType: 'string' });
+  ajv.addKeyword({ keyword: TRIMMED_LENGTH, schemaType: 'object' });
   return ajv;
 }
 
@@ -56,6 +72,26 @@ function fromText(value: unknown, schema: JsonSchema | undefined): unknown {
   if ((types.includes('integer') || types.includes('number')) && INTEGER.test(value)) return Number(value);
   if (types.includes('boolean') && (value === 'true' || value === 'false')) return value === 'true';
   return value;
+}
+
+/** lengthOf counts characters (code points), as `minLength` and `maxLength` do. */
+function lengthOf(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}
+
+/** asLengthErrors reports a refusal by an `x-trimmed-length` pattern as the length of the trimmed text. */
+function asLengthErrors(errors: ErrorObject[] | null | undefined): ErrorObject[] | null | undefined {
+  return errors?.map((error) => {
+    const bounds = (error.parentSchema as Record<string, unknown> | undefined)?.[TRIMMED_LENGTH] as { min: number; max: number } | undefined;
+    if (error.keyword !== 'pattern' || bounds === undefined || typeof error.data !== 'string') return error;
+    const trimmed = error.data.trim();
+    const length = lengthOf(trimmed);
+    if (length < bounds.min) return { ...error, keyword: 'minLength', params: { limit: bounds.min }, data: trimmed };
+    if (length > bounds.max) return { ...error, keyword: 'maxLength', params: { limit: bounds.max }, data: trimmed };
+    return error;
+  });
 }
 
 export interface RequestValidator {
@@ -87,7 +123,7 @@ export function compileRequestSchema({ schema, httpPart }: { schema: FastifySche
     const check: RequestValidator = (data) => {
       const validate = compile();
       const valid = validate(data);
-      check.errors = validate.errors;
+      check.errors = asLengthErrors(validate.errors);
       return valid;
     };
     return check;
@@ -98,7 +134,7 @@ export function compileRequestSchema({ schema, httpPart }: { schema: FastifySche
     const read: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(given)) read[name] = fromText(value, properties[name]);
     const valid = validate(read);
-    check.errors = validate.errors;
+    check.errors = asLengthErrors(validate.errors);
     return valid ? { value: read } : false;
   };
   return check;

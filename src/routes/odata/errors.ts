@@ -21,6 +21,8 @@ export function isODataUrl(url: string): boolean {
 /** sendODataError answers in the OData error format, JSON when the request asked for JSON. */
 export function sendODataError(request: FastifyRequest, reply: FastifyReply, status: number, message: string, format?: ODataFormat) {
   const json = responseFormatOf(request, format) === 'json';
+  // A validator set before the failure named the representation that was not sent.
+  reply.removeHeader('etag');
   // Set here too: a refusal by an app-wide hook (overload, rate limit) comes before the plugin's hook.
   return reply
     .code(status)
