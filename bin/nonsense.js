@@ -7,7 +7,7 @@
 // itself once started (docs/deployment.md, "Memory: the allocator's settings"), and `exec`s node so
 // that signals reach it; a process manager or container sets the same environment and runs this file
 // itself (docs/deployment.md, "Under a process manager"). It does not start itself again with the
-// settings: a second process would stand between the manager and the server, as the shell did.
+// settings: a second process would stand between the manager and the server, as a shell would.
 import fs from 'node:fs';
 
 const cli = new URL('../dist/cli.js', import.meta.url);
