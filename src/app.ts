@@ -24,6 +24,7 @@ import adminEntryRoutes from './routes/admin/entries.ts';
 import moderationRoutes from './routes/admin/moderation.ts';
 import adminSearchRoutes from './routes/admin/search.ts';
 import catalogRoutes from './routes/api/catalog.ts';
+import eventsRoutes from './routes/api/events.ts';
 import exportRoutes from './routes/api/export.ts';
 import galaxyRoutes from './routes/api/galaxy.ts';
 import nonsenseRoutes from './routes/api/nonsense.ts';
@@ -152,6 +153,7 @@ export async function buildApp({ config, storage, cards, logger, readWorkers = t
   await app.register(
     async (api) => {
       await api.register(nonsenseRoutes);
+      await api.register(eventsRoutes);
       await api.register(shareImageRoutes);
       await api.register(catalogRoutes);
       await api.register(exportRoutes);

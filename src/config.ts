@@ -75,6 +75,14 @@ export interface Config {
   readonly galaxy: boolean;
   /** Byte budget of the in-process rate-limit counters (without Redis). */
   readonly rateLimitCacheBytes: number;
+  /** Days the change log keeps a change. */
+  readonly changesKeepDays: number;
+  /** Changes the change log keeps at most. */
+  readonly changesKeepCount: number;
+  /** Event streams open at once in this process; more get 503. */
+  readonly eventsMaxStreams: number;
+  /** Event streams one address may have open at once; more get 429. */
+  readonly eventsMaxStreamsPerClient: number;
 }
 
 export class ConfigError extends Error {
@@ -293,6 +301,15 @@ function parseConnectionsPerClient(raw: string): number | 'auto' | null {
   return parseConnections(raw);
 }
 
+/** Parses a whole number from `min` to `max`. */
+function parseCount(min: number, max: number): Parser<number> {
+  return (raw) => {
+    const value = raw.trim();
+    if (!/^\d{1,9}$/.test(value) || Number(value) < min || Number(value) > max) throw new Error(`must be a number from ${min} to ${max}, got "${raw}"`);
+    return Number(value);
+  };
+}
+
 function parseQueueLength(raw: string): number {
   if (!/^\d{1,5}$/.test(raw.trim())) throw new Error(`must be a number from 0 to 99999, got "${raw}"`);
   return Number(raw.trim());
@@ -373,6 +390,16 @@ export const OPTIONS = [
   {
     env: 'RATE_LIMIT_CACHE_BYTES', key: 'rateLimitCacheBytes', default: '8MiB', parse: parsePositiveBytes,
     description: 'memory for per-address rate-limit counters kept in the process (without Redis); the oldest go first',
+  },
+  { env: 'CHANGES_KEEP_DAYS', key: 'changesKeepDays', default: '30', parse: parseCount(1, 3650), description: 'days the change log keeps a change (1 to 3650)' },
+  {
+    env: 'CHANGES_KEEP_COUNT', key: 'changesKeepCount', default: '100000', parse: parseCount(1000, 100_000_000),
+    description: 'changes the change log keeps at most (1000 to 100000000); older ones are removed in the background',
+  },
+  { env: 'EVENTS_MAX_STREAMS', key: 'eventsMaxStreams', default: '5000', parse: parseCount(1, 1_000_000), description: 'event streams open at once in this process; more get 503' },
+  {
+    env: 'EVENTS_MAX_STREAMS_PER_CLIENT', key: 'eventsMaxStreamsPerClient', default: '8', parse: parseCount(1, 1_000_000),
+    description: 'event streams one address may have open at once; more get 429',
   },
 ] as const satisfies readonly Option<keyof Config>[];
 

@@ -191,6 +191,8 @@ export async function restoreBackup(database: Database, file: string, options: R
       const current = await trx.selectFrom('meta').select('value').where('key', '=', 'revision').executeTakeFirstOrThrow();
       const revision = Math.max(header.revision, Number(current.value) + 1);
       await trx.updateTable('meta').set({ value: revision }).where('key', '=', 'revision').execute();
+      // The restored data is in no change log: a copy starts again from an export of it (docs/events.md).
+      await trx.updateTable('meta').set({ value: revision }).where('key', '=', 'changes_floor').execute();
       return { header, counts, revision };
     });
     await database.quirks.refreshStatistics(database.db);

@@ -116,7 +116,21 @@ export interface GalaxyPointTable {
   point_size: number;
 }
 
+/** One change to what the public sees, at its own revision (src/storage/changes.ts). */
+export interface ChangeTable {
+  revision: number;
+  /** `entry.created`, `entry.updated`, `entry.hidden`, `entry.restored`, `entry.deleted`, `variable.updated`, `variable.deleted`, `emoji.updated`, `emoji.deleted`. */
+  type: string;
+  /** Unix seconds. */
+  at: number;
+  /** The entry's uuid, or the variable's or emoji's name. */
+  key: string;
+  /** For created, updated and restored entries: the entry's JSON as by-UUID answered it then; else null. */
+  entry: string | null;
+}
+
 export interface DB {
+  changes: ChangeTable;
   entries: EntryTable;
   variables: VariableTable;
   emojis: EmojiTable;

@@ -12,6 +12,7 @@ import type { DB, EntryState } from '../db/schema.ts';
 import { textKey } from '../domain/text.ts';
 import { toEntryRecord } from './entry-query.ts';
 import { recordAction } from './moderation-log.ts';
+import { CHANGE_BATCH, entryJson, insertChanges, logsChanges, readServerVariables, takeRevisions, type Change } from './changes.ts';
 import { bumpRevision, readRevision, writeTransaction, type RevisionCache } from './revision.ts';
 
 /** An entry as stored: raw text, not yet substituted. */
@@ -157,14 +158,23 @@ export class EntryStore {
 
   /**
    * insertEntries adds entries in one transaction, skipping any whose uuid or text (compared as
-   * textKey) already exists, so that running it twice changes nothing. The revision grows once when
-   * anything was added. If reading `entries` throws, the transaction rolls back: nothing is written.
+   * textKey) already exists, so that running it twice changes nothing. Each entry added is a change
+   * of its own (`entry.created`, storage/changes.ts), so the revision grows by the number added. The
+   * revision is taken at the start and held to the end (PostgreSQL: the row lock of `meta`), so that
+   * the log is written as the entries are, a batch at a time, in memory independent of their number;
+   * other writes wait for the import meanwhile, as they wait for SQLite's write lock. If reading
+   * `entries` throws, the transaction rolls back: nothing is written.
    */
   async insertEntries(entries: Iterable<NewEntry> | AsyncIterable<NewEntry>): Promise<InsertResult> {
+    const logged = logsChanges(this.db);
     const result = await this.db.transaction().execute(async (trx) => {
       let added = 0;
       let skipped = 0;
       const now = Date.now();
+      const at = Math.floor(now / 1000);
+      const base = logged ? await takeRevisions(trx, 0) : 0;
+      const variables = logged ? await readServerVariables(trx) : new Map<string, string[]>();
+      let batch: Change[] = [];
       for await (const entry of entries) {
         const inserted = await trx
           .insertInto('entries')
@@ -178,10 +188,22 @@ export class EntryStore {
           })
           .onConflict((oc) => oc.doNothing())
           .executeTakeFirst();
-        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) added++;
-        else skipped++;
+        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) {
+          skipped++;
+          continue;
+        }
+        added++;
+        if (!logged) continue;
+        batch.push({ revision: base + added, type: 'entry.created', at, key: entry.uuid, entry: entryJson(entry, variables) });
+        if (batch.length >= CHANGE_BATCH) {
+          await insertChanges(trx, batch);
+          batch = [];
+        }
       }
-      if (added > 0) await bumpRevision(trx);
+      if (added > 0 && logged) {
+        await insertChanges(trx, batch);
+        await takeRevisions(trx, added);
+      } else if (added > 0) await bumpRevision(trx);
       return { added, skipped };
     });
     if (result.added > 0) this.cache.invalidate();
@@ -196,7 +218,7 @@ export class EntryStore {
 
   /** create adds a visible entry (text already checked), unless the same text exists. */
   async create(text: string, timestamp: number, actor: string): Promise<EntryWrite> {
-    const result = await writeTransaction(this.db, this.cache, async (trx) => {
+    const result = await writeTransaction(this.db, this.cache, async (trx, changes) => {
       const duplicate = await this.duplicateOf(trx, text);
       if (duplicate !== null) return { duplicateOf: duplicate };
       const entry: AdminEntry = { uuid: randomUUID(), text, state: 'visible', timestamp };
@@ -205,6 +227,7 @@ export class EntryStore {
         .values({ uuid: entry.uuid, text, text_key: textKey(text), created_at: timestamp, state: 'visible', updated_at: Date.now() })
         .execute();
       await recordAction(trx, actor, 'entry.create', entry.uuid, { text });
+      await changes.addEntry('entry.created', entry);
       return { entry };
     });
     return result!;
@@ -212,8 +235,8 @@ export class EntryStore {
 
   /** update changes the text and/or the state of an entry. */
   async update(uuid: string, change: { text?: string; state?: EntryState }, actor: string): Promise<EntryWrite> {
-    const result = await writeTransaction(this.db, this.cache, async (trx) => {
-      const current = await trx.selectFrom('entries').select(['text', 'state']).where('uuid', '=', uuid).executeTakeFirst();
+    const result = await writeTransaction(this.db, this.cache, async (trx, changes) => {
+      const current = await trx.selectFrom('entries').select(['text', 'state', 'created_at']).where('uuid', '=', uuid).executeTakeFirst();
       if (!current) return { notFound: true as const };
       if (change.text !== undefined && change.text !== current.text) {
         const duplicate = await this.duplicateOf(trx, change.text, uuid);
@@ -225,6 +248,13 @@ export class EntryStore {
         await trx.updateTable('entries').set({ state: change.state, updated_at: Date.now() }).where('uuid', '=', uuid).execute();
         await recordAction(trx, actor, change.state === 'hidden' ? 'entry.hide' : 'entry.show', uuid);
       }
+      // What the public sees: a hidden entry's edits are not seen until it is shown again, with its text then.
+      const text = change.text ?? current.text;
+      const state = change.state ?? current.state;
+      const timestamp = Number(current.created_at);
+      if (current.state === 'visible' && state === 'hidden') changes.add('entry.hidden', uuid);
+      else if (current.state === 'hidden' && state === 'visible') await changes.addEntry('entry.restored', { uuid, text, timestamp });
+      else if (state === 'visible' && text !== current.text) await changes.addEntry('entry.updated', { uuid, text, timestamp });
       return { entry: { uuid, text: change.text ?? current.text, state: change.state ?? current.state, timestamp: 0 } };
     });
     if ('entry' in result!) return { entry: (await this.findAny(uuid))! };
@@ -233,11 +263,13 @@ export class EntryStore {
 
   /** remove deletes an entry (and the reports on it); false when there was none. */
   async remove(uuid: string, actor: string): Promise<boolean> {
-    const removed = await writeTransaction(this.db, this.cache, async (trx) => {
-      const current = await trx.selectFrom('entries').select('text').where('uuid', '=', uuid).executeTakeFirst();
+    const removed = await writeTransaction(this.db, this.cache, async (trx, changes) => {
+      const current = await trx.selectFrom('entries').select(['text', 'state']).where('uuid', '=', uuid).executeTakeFirst();
       if (!current) return undefined;
       await trx.deleteFrom('entries').where('uuid', '=', uuid).execute();
       await recordAction(trx, actor, 'entry.delete', uuid, { text: current.text });
+      // A hidden entry is in no copy: its deletion changes nothing the public sees.
+      if (current.state === 'visible') changes.add('entry.deleted', uuid);
       return true;
     });
     return removed === true;

@@ -6,7 +6,8 @@
 import type { Insertable, Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
 import { recordAction } from './moderation-log.ts';
-import { bumpRevision, writeTransaction, type RevisionCache } from './revision.ts';
+import { ChangeRecorder, commitChanges, logsChanges } from './changes.ts';
+import { writeTransaction, type RevisionCache } from './revision.ts';
 
 export type NamedTable = 'variables' | 'emojis';
 
@@ -35,6 +36,7 @@ export class NamedRows<T extends NamedTable> {
   /** insertMissing adds the rows whose name does not exist yet, in one transaction; returns how many it added. */
   protected async insertMissingRows(rows: readonly (NamedRow<T> & { name: string })[]): Promise<number> {
     const added = await this.db.transaction().execute(async (trx) => {
+      const changes = new ChangeRecorder(trx);
       let count = 0;
       for (const row of rows) {
         const result = await (trx as unknown as Kysely<AnyNamed>)
@@ -42,9 +44,11 @@ export class NamedRows<T extends NamedTable> {
           .values(row)
           .onConflict((oc) => oc.column('name').doNothing())
           .executeTakeFirst();
-        count += Number(result.numInsertedOrUpdatedRows ?? 0);
+        const inserted = Number(result.numInsertedOrUpdatedRows ?? 0);
+        if (inserted > 0) changes.add(`${this.kind}.updated` as 'variable.updated' | 'emoji.updated', row.name);
+        count += inserted;
       }
-      if (count > 0) await bumpRevision(trx);
+      if (count > 0) await commitChanges(trx, changes, logsChanges(this.db));
       return count;
     });
     if (added > 0) this.cache.invalidate();
@@ -53,12 +57,13 @@ export class NamedRows<T extends NamedTable> {
 
   /** put creates or replaces the row called `name`, logging `details`; tells which it did. */
   protected async putRow(name: string, row: NamedRow<T>, actor: string, details: Record<string, unknown>): Promise<'created' | 'updated'> {
-    const outcome = await writeTransaction(this.db, this.cache, async (trx) => {
+    const outcome = await writeTransaction(this.db, this.cache, async (trx, changes) => {
       const db = trx as unknown as Kysely<AnyNamed>;
       const exists = await db.selectFrom(this.table).select('name').where('name', '=', name).executeTakeFirst();
       if (exists) await db.updateTable(this.table).set(row).where('name', '=', name).execute();
       else await db.insertInto(this.table).values({ ...row, name }).execute();
       await recordAction(trx, actor, `${this.kind}.put`, name, details);
+      changes.add(`${this.kind}.updated` as 'variable.updated' | 'emoji.updated', name);
       return exists ? ('updated' as const) : ('created' as const);
     });
     return outcome!;
@@ -66,10 +71,11 @@ export class NamedRows<T extends NamedTable> {
 
   /** remove deletes the row called `name`; false when there was none. */
   async remove(name: string, actor: string): Promise<boolean> {
-    const removed = await writeTransaction(this.db, this.cache, async (trx) => {
+    const removed = await writeTransaction(this.db, this.cache, async (trx, changes) => {
       const result = await (trx as unknown as Kysely<AnyNamed>).deleteFrom(this.table).where('name', '=', name).executeTakeFirst();
       if (Number(result.numDeletedRows) === 0) return undefined;
       await recordAction(trx, actor, `${this.kind}.delete`, name);
+      changes.add(`${this.kind}.deleted` as 'variable.deleted' | 'emoji.deleted', name);
       return true;
     });
     return removed === true;

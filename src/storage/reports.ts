@@ -120,7 +120,7 @@ export class ReportStore {
     if (!existing) return { notFound: true };
     if (existing.status !== 'open') return { alreadyResolved: existing.status };
     const now = Date.now();
-    const resolved = await writeTransaction(this.db, this.cache, async (trx) => {
+    const resolved = await writeTransaction(this.db, this.cache, async (trx, changes) => {
       // Re-checked inside the transaction: two moderators may act on the same report at once.
       const changed = await trx
         .updateTable('reports')
@@ -136,7 +136,9 @@ export class ReportStore {
           .where('entry_uuid', '=', existing.entry_uuid)
           .where('status', '=', 'open')
           .execute();
+        const entry = await trx.selectFrom('entries').select('state').where('uuid', '=', existing.entry_uuid).executeTakeFirst();
         await trx.updateTable('entries').set({ state: 'hidden', updated_at: now }).where('uuid', '=', existing.entry_uuid).execute();
+        if (entry?.state === 'visible') changes.add('entry.hidden', existing.entry_uuid);
       }
       await recordAction(trx, actor, status === 'accepted' ? 'report.accept' : 'report.dismiss', id, { entry: existing.entry_uuid, reason: existing.reason });
       return true;

@@ -4,6 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.ts';
+import { ChangeRecorder, commitChanges, logsChanges } from './changes.ts';
 
 /** readRevision returns the current revision. */
 export async function readRevision(db: Kysely<DB>): Promise<number> {
@@ -84,17 +85,20 @@ export class RevisionCache {
 }
 
 /**
- * writeTransaction runs `change` in a transaction that also bumps the revision, then tells this
- * process's cache. When `change` throws or returns `undefined` (nothing to change), nothing is written.
+ * writeTransaction runs `change` in a transaction that also bumps the revision and writes the changes
+ * `change` records to the change log (storage/changes.ts), then tells this process's cache. When
+ * `change` throws or returns `undefined` (nothing to change), nothing is written.
  */
 export async function writeTransaction<T>(
   db: Kysely<DB>,
   cache: RevisionCache,
-  change: (trx: Kysely<DB>) => Promise<T | undefined>,
+  change: (trx: Kysely<DB>, changes: ChangeRecorder) => Promise<T | undefined>,
 ): Promise<T | undefined> {
+  const logged = logsChanges(db);
   const result = await db.transaction().execute(async (trx) => {
-    const value = await change(trx);
-    if (value !== undefined) await bumpRevision(trx);
+    const recorder = new ChangeRecorder(trx);
+    const value = await change(trx, recorder);
+    if (value !== undefined) await commitChanges(trx, recorder, logged);
     return value;
   });
   if (result !== undefined) cache.invalidate();

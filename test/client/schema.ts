@@ -117,6 +117,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/nonsense/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes since a revision
+         * @description Every change after `since` to what the public sees (entries, variables, emojis), in revision order, a page at a time: `Link: <…>; rel="next"` names the next page while more remain. A copy starts from the status's `revision` and a JSON export, then follows from that revision (docs/events.md). Changes are kept for `CHANGES_KEEP_DAYS` and at most `CHANGES_KEEP_COUNT`; a `since` older than that is 410.
+         */
+        get: operations["getNonsenseChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description Answered for every path and origin, without credentials: the methods and requested headers are allowed.
+         */
+        options: operations["optionsNonsenseChanges"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/nonsense/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Changes as they happen (Server-Sent Events)
+         * @description The changes of `/api/v1/nonsense/changes` as a stream for `EventSource`: `id:` the revision, `event:` the type, `data:` the change. `Last-Event-ID` (sent by EventSource when it reconnects) or `since` resumes after a revision; a resume from before the kept log gets one `reset` event and the stream ends. Streams are limited per address (`EVENTS_MAX_STREAMS_PER_CLIENT`, then 429) and in total (`EVENTS_MAX_STREAMS`, then 503).
+         */
+        get: operations["getNonsenseEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * CORS preflight
+         * @description Answered for every path and origin, without credentials: the methods and requested headers are allowed.
+         */
+        options: operations["optionsNonsenseEvents"];
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/nonsense/{id}.png": {
         parameters: {
             query?: never;
@@ -1291,6 +1339,237 @@ export interface operations {
         responses: {
             204: components["responses"]["Preflight"];
             400: components["responses"]["BadRequest"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getNonsenseChanges: {
+        parameters: {
+            query: {
+                /**
+                 * @description The revision the copy is at: the status's `revision` when the copy was exported, then the last change applied. Only changes after it are listed.
+                 * @example 1234
+                 */
+                since: number;
+                /** @description Changes per page: 100 unless given, at most 1000. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The current revision, as the status reports it. */
+                        revision: number;
+                        /** @description The changes after `since`, in revision order; the `Link` header names the next page while more remain. */
+                        changes: {
+                            /** @description The revision the change was made at; every change has its own, and they grow. */
+                            revision: number;
+                            /**
+                             * @description `entry.created`, `entry.updated` (its text changed), `entry.restored` (shown again): `entry` holds it. `entry.hidden`, `entry.deleted`: the entry leaves every public answer. `variable.updated`, `variable.deleted`, `emoji.updated`, `emoji.deleted`: read `/api/v1/variables` or `/api/v1/emojis` again.
+                             * @enum {string}
+                             */
+                            type: "entry.created" | "entry.updated" | "entry.hidden" | "entry.restored" | "entry.deleted" | "variable.updated" | "variable.deleted" | "emoji.updated" | "emoji.deleted";
+                            /** @description Unix seconds when the change was made. */
+                            at: number;
+                            /** @description The entry's UUID, or the variable's or emoji's name. */
+                            key: string;
+                            /**
+                             * Entry
+                             * @description Created, updated and restored entries only: the entry as `GET /api/v1/nonsense/{id}` answered it when the change was made. The raw text is `original_nonsense` when present, else `nonsense`.
+                             */
+                            entry?: {
+                                /**
+                                 * Format: uuid
+                                 * @description Lower-case UUID.
+                                 * @example 6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11
+                                 */
+                                uuid: string;
+                                /** @description The text as delivered: server variables replaced, client-side variables kept. */
+                                nonsense: string;
+                                /** @description The raw text; present only when the raw text contains a variable. */
+                                original_nonsense?: string;
+                                /** @description Unix seconds when the entry was added. */
+                                timestamp: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description Not modified: the copy named by `If-None-Match` is current. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is not valid: the detail names the parameter or field (also in `parameter` or `field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description The log no longer reaches back to `since`: start the copy again from an export (docs/events.md). */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests from this address; `Retry-After` says when to try again. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    optionsNonsenseChanges: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
+            408: components["responses"]["RequestTimeout"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getNonsenseEvents: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Resume after this revision (as `Last-Event-ID`, which takes precedence). Without either the stream starts with the next change.
+                 * @example 1234
+                 */
+                since?: number;
+            };
+            header?: {
+                /** @description Sent by `EventSource` when it reconnects: the `id` of the last event received. The stream resumes after it. */
+                "last-event-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream of changes. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The request is not valid: the detail names the parameter or field (also in `parameter` or `field`). */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            405: components["responses"]["MethodNotAllowed"];
+            408: components["responses"]["RequestTimeout"];
+            /** @description Too many requests from this address; `Retry-After` says when to try again. */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["ServerError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    optionsNonsenseEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Preflight"];
             408: components["responses"]["RequestTimeout"];
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["ServerError"];
