@@ -13,7 +13,7 @@ import type { CardLocale } from './scripts.ts';
  * The version of the card's design. It is part of every cache key and ETag, so raise it whenever the
  * design or the renderer changes the pixels, and cached cards are replaced.
  */
-export const CARD_DESIGN_VERSION = 3;
+export const CARD_DESIGN_VERSION = 4;
 
 export const CARD_WIDTH = 1200;
 export const CARD_HEIGHT = 630;

@@ -11,7 +11,8 @@ import { MAX_TEXT_LENGTH } from '../../domain/text.ts';
 
 /**
  * The characters (code points) a card draws at most; a longer text is cut and ends in "…". The
- * longest entry without variables is this long, and the fitting is designed to set it at 18 px.
+ * longest entry without variables is this long, and the fitting sets it whole when it is prose in
+ * letters about as wide as Latin ones; square CJK characters fit fewer (docs/share-image.md).
  */
 export const CARD_MAX_CHARACTERS = MAX_TEXT_LENGTH;
 

@@ -48,8 +48,14 @@ export class RenderCancelled extends Error {
   }
 }
 
-/** Font sizes tried, largest first: from a few words down to 2,000 characters (the longest entry). */
-const SIZES = [96, 88, 80, 72, 64, 58, 52, 47, 43, 39, 36, 33, 30, 28, 26, 24, 22, 21, 20, 19, 18] as const;
+/**
+ * Font sizes tried, largest first: from a few words down to 2,000 characters of prose (the longest
+ * entry). At 18 px the box holds 18 lines, which 2,000 characters fill only when every line comes out
+ * full; paragraphs and long words leave lines short, so the smallest sizes go below it. 16 px is the
+ * floor of body text on screens: square characters (Han, kana, Hangul) that do not fit there are
+ * clamped rather than set smaller (docs/share-image.md).
+ */
+const SIZES = [96, 88, 80, 72, 64, 58, 52, 47, 43, 39, 36, 33, 30, 28, 26, 24, 22, 21, 20, 19, 18, 17, 16] as const;
 
 const MEASURE_HEIGHT = 4 * CARD_HEIGHT;
 
@@ -124,19 +130,24 @@ function canvas(): Buffer {
   return spare ?? Buffer.allocUnsafe(CARD_WIDTH * CARD_HEIGHT * 3);
 }
 
-/** renderShareSvg lays the card's text area out as SVG (what is drawn over the plate), text as outlines and emojis as embedded images. */
-export async function renderShareSvg(input: ShareCardInput): Promise<string> {
+/**
+ * renderShareSvg lays the card's text area out as SVG (what is drawn over the plate), emojis as
+ * embedded images and text as outlines; with `outlines: false`, text as <text> elements in the same
+ * layout, so tests and tools can read what a card draws.
+ */
+export async function renderShareSvg(input: ShareCardInput, { outlines = true }: { outlines?: boolean } = {}): Promise<string> {
   const prepared = await prepare(input);
-  return svgOf(prepared, await fitText(prepared));
+  return svgOf(prepared, await fitText(prepared), outlines);
 }
 
-function svgOf(prepared: Prepared, style: TextStyle): Promise<string> {
+function svgOf(prepared: Prepared, style: TextStyle, outlines = true): Promise<string> {
   return satori(textAreaNode(textNode(prepared.text, style, prepared.flow), prepared.flow.direction), {
     width: TEXT_AREA.width,
     height: TEXT_AREA.height,
     fonts: cardFonts(prepared.faces),
     graphemeImages: prepared.graphemeImages,
     loadAdditionalAsset,
+    embedFont: outlines,
   });
 }
 
@@ -279,7 +290,8 @@ const EMPTY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC
  * fitText picks the largest size at which the text fits the text box. Satori lays the text out to
  * check (a pass without glyph outlines costs 3–15 ms); an estimate from the length of each line picks
  * the first size to try, so it usually takes two passes. When even the smallest size overflows
- * (hundreds of short lines), the text is clamped to the lines that fit, with an ellipsis.
+ * (hundreds of short lines, or more square CJK characters than the box holds at 16 px), the text is
+ * clamped to the lines that fit, with an ellipsis.
  */
 async function fitText(prepared: Prepared, check: () => void = () => {}): Promise<TextStyle> {
   const fitsAt = async (index: number) => {
@@ -304,17 +316,28 @@ export async function fitTextSize(text: string, emojis: ReadonlyMap<string, Cust
   return fitText(await prepare({ text, emojis, appName: '' }));
 }
 
-// Average advance of Noto Sans in running text, in em; only a starting point for fitText.
-const AVERAGE_ADVANCE = { 400: 0.52, 600: 0.55 } as const;
+// Average advance of Noto Sans in running text, spaces included, in em; only a starting point for fitText.
+const AVERAGE_ADVANCE = { 400: 0.48, 600: 0.52 } as const;
+// Han, kana, Hangul and the full-width forms are a full em wide: counted as letters, they made the
+// guess for CJK text far too large, and the fitting walked down from it one layout pass a size.
+const FULL_WIDTH = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u3000-\u303f\uff01-\uff60\uffe0-\uffe6]/u;
 
 /** estimateSizeIndex guesses the index in SIZES of the largest size that fits. */
 function estimateSizeIndex(text: string): number {
-  const lengths = text.split('\n').map((line) => [...line].length);
+  const lines = text.split('\n').map((line) => {
+    let narrow = 0;
+    let wide = 0;
+    for (const character of line) {
+      if (FULL_WIDTH.test(character)) wide++;
+      else narrow++;
+    }
+    return { narrow, wide };
+  });
   const index = SIZES.findIndex((size) => {
     const style = textStyle(size);
-    const perLine = TEXT_BOX.width / (size * AVERAGE_ADVANCE[style.fontWeight]);
-    const lines = lengths.reduce((sum, length) => sum + Math.max(1, Math.ceil(length / perLine)), 0);
-    return lines * size * style.lineHeight <= TEXT_BOX.height;
+    const advance = AVERAGE_ADVANCE[style.fontWeight];
+    const count = lines.reduce((sum, { narrow, wide }) => sum + Math.max(1, Math.ceil(((narrow * advance + wide) * size) / TEXT_BOX.width)), 0);
+    return count * size * style.lineHeight <= TEXT_BOX.height;
   });
   return index === -1 ? SIZES.length - 1 : index;
 }
