@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { absoluteBase } from '../../plugins/links.ts';
 import { badRequest, HttpProblem } from '../../plugins/problem.ts';
@@ -138,15 +138,15 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       open.set(client, mine + 1);
       total++;
-      const stream = streamOf(request, reply, body, resume ?? 0);
+      const stream = streamOf(reply, body, resume ?? 0);
       reply.raw.once('close', () => {
         feed.unsubscribe(stream);
+        body.destroy();
         total--;
         const left = open.get(client)! - 1;
         if (left === 0) open.delete(client);
         else open.set(client, left);
       });
-      reply.raw.once('close', () => body.destroy());
       reply.send(body);
       feed.subscribe(stream, resume === undefined).catch((error: unknown) => {
         warn('An event stream could not be started', error);
@@ -157,19 +157,25 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 };
 
-/** streamOf is the feed's view of one response: bytes pushed to its body, and what waits unsent. */
-function streamOf(_request: FastifyRequest, reply: FastifyReply, body: Readable, cursor: number): Stream {
+/**
+ * streamOf is the feed's view of one response. Fastify sends `body`, whose first bytes (`retry:`)
+ * send the head; the changes are then written to the response itself, past the body's pipe, which
+ * costs the fan-out one write a stream instead of a push through a stream of its own. Ending the
+ * body ends the response.
+ */
+function streamOf(reply: FastifyReply, body: Readable, cursor: number): Stream {
   let ended = false;
+  const response = reply.raw;
   return {
     cursor,
     write(chunk) {
-      if (!ended) body.push(chunk);
+      if (!ended && !response.destroyed) response.write(chunk);
     },
-    buffered: () => body.readableLength + reply.raw.writableLength,
+    buffered: () => body.readableLength + response.writableLength,
     end(final) {
       if (ended) return;
       ended = true;
-      if (final !== undefined) body.push(final);
+      if (final !== undefined && !response.destroyed) response.write(final);
       body.push(null);
       // A client that does not read even the last bytes loses its connection.
       const drop = setTimeout(() => reply.raw.destroy(), CLOSE_GRACE_MS);

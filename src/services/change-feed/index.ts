@@ -33,7 +33,7 @@ export const HEARTBEAT_MS = 15_000;
  */
 export const MAX_BUFFERED_BYTES = 256 * 1024;
 /** Streams written to per turn of the event loop. */
-const STREAMS_PER_TURN = 200;
+const STREAMS_PER_TURN = 50;
 /** Changes read from the log at once. */
 const READ_BATCH = 500;
 /** How long a stream cut off may take to send its last bytes before its connection is dropped. */
