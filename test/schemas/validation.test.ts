@@ -58,7 +58,7 @@ describe('request validation', () => {
   it.each([
     ['POST', '/nonsense', { text: 42 }, 'text', 'The field "text" must be a string; got 42.'],
     ['POST', '/nonsense', { text: 'ok', timestamp: '1700000000' }, 'timestamp', /^The field "timestamp" must be a non-negative integer Unix timestamp .*; got "1700000000"\.$/],
-    ['POST', '/nonsense', { text: '   ' }, 'text', 'The field "text" is not acceptable: the text is empty.'],
+    ['POST', '/nonsense', { text: '   ' }, 'text', 'The field "text" is empty.'],
     ['PATCH', `/nonsense/${one.uuid}`, {}, null, 'The body must be a JSON object with "text", "state" or both; got an object.'],
     ['PATCH', `/nonsense/${one.uuid}`, { state: 'gone' }, 'state', 'The field "state" must be one of: visible, hidden; got "gone".'],
     ['PUT', '/variables/%24OK%24', { description: 'x', values: ['ok', 7] }, 'values[1]', 'The field "values[1]" must be a string of at most 200 characters; got 7.'],

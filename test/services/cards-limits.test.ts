@@ -34,6 +34,22 @@ describe('RenderPool limits', () => {
     }
   });
 
+  it('counts the time limit from when the worker starts drawing, not from the wait for a worker', async () => {
+    const pool = new RenderPool({ threads: 1, maxQueue: 1 });
+    try {
+      expect(isPng(await pool.render(input('Warm.')))).toBe(true);
+      // The worker is handed the task only after a delay longer than the limit (a thread starting on
+      // a busy host); the card itself takes far less than the limit to draw.
+      const internals = pool as unknown as { piscina(): Promise<unknown> };
+      const real = internals.piscina.bind(pool);
+      vi.spyOn(internals, 'piscina').mockImplementation(async () => (await new Promise((resolve) => setTimeout(resolve, 1500)), real()));
+      expect(isPng(await pool.render(input('Drawn in time.'), undefined, 1000))).toBe(true);
+    } finally {
+      vi.restoreAllMocks();
+      await pool.close();
+    }
+  });
+
   it('terminates the worker of a cancelled render that does not stop by itself', async () => {
     const pool = new RenderPool({ threads: 1, maxQueue: 1, cancelGraceMs: 0 });
     try {

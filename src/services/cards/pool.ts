@@ -26,6 +26,9 @@ const IDLE_TIMEOUT_MS = 120_000;
 /** A worker that goes past this heap is stopped (its render fails) rather than grow without bound. */
 const WORKER_MAX_HEAP_MB = 256;
 
+/** How many render time limits a worker may take to start a task before the render is given up. */
+const START_LIMITS = 6;
+
 /**
  * How long a cancelled render may take to stop by itself, at its next step, before its worker is
  * terminated. Steps take milliseconds to tens of milliseconds, so a render still running after this
@@ -151,7 +154,7 @@ export class RenderPool {
     if (signal?.aborted) throw new RenderAborted();
     if (this.running >= this.options.threads) await this.wait(signal);
     else this.running++;
-    const cancel = new Int32Array(new SharedArrayBuffer(4));
+    const cancel = new Int32Array(new SharedArrayBuffer(8));
     // Aborting `terminate` makes piscina terminate the worker running the task (and start another for
     // the next one): the only way to stop work inside satori's or resvg's own code.
     const terminate = new AbortController();
@@ -162,10 +165,23 @@ export class RenderPool {
       grace = setTimeout(() => terminate.abort(), this.options.cancelGraceMs ?? CANCEL_GRACE_MS);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
-    const limit = setTimeout(() => {
+    const expire = () => {
       timedOut = true;
       terminate.abort();
-    }, timeoutMs);
+    };
+    // The time limit counts from when the worker starts drawing (render-worker.ts), not from here:
+    // starting a worker thread is not the card's fault, and on a busy host it can take seconds. A
+    // worker that never starts the task is given up on after several limits.
+    let settled = false;
+    let limit = setTimeout(expire, timeoutMs * START_LIMITS);
+    const drawing = () => {
+      if (settled || timedOut) return;
+      clearTimeout(limit);
+      limit = setTimeout(expire, timeoutMs);
+    };
+    const start = Atomics.waitAsync(cancel, 1, 0);
+    if (start.async) void start.value.then(drawing);
+    else drawing();
     const started = performance.now();
     try {
       const task: RenderTask = { ...input, cancel };
@@ -189,7 +205,10 @@ export class RenderPool {
       shareImageRender.observe(ms / 1000);
       return Buffer.from(result.png.buffer, result.png.byteOffset, result.png.byteLength);
     } finally {
+      settled = true;
       clearTimeout(limit);
+      // Wakes the wait above if the worker never started the task, so that nothing waits on.
+      Atomics.notify(cancel, 1);
       clearTimeout(grace);
       signal?.removeEventListener('abort', onAbort);
       this.release();

@@ -7,7 +7,10 @@ import { loadedFonts } from '../../formats/share-image/fonts.ts';
 import { RenderCancelled, renderShareImage, type ShareCardInput } from '../../formats/share-image/render.ts';
 
 export interface RenderTask extends ShareCardInput {
-  /** One Int32 shared with the main thread: set to 1 when nobody waits for the card any more. */
+  /**
+   * Two Int32 shared with the main thread: [0] is set to 1 by the main thread when nobody waits for
+   * the card any more; [1] is set to 1 here when the render starts, from when its time limit counts.
+   */
   cancel: Int32Array;
 }
 
@@ -16,6 +19,8 @@ export type RenderResult = { png: Uint8Array } | { cancelled: true };
 
 /** render draws one card; a cancelled render stops at its next step and says so. */
 export default async function render(task: RenderTask): Promise<RenderResult> {
+  Atomics.store(task.cancel, 1, 1);
+  Atomics.notify(task.cancel, 1);
   try {
     const png = await renderShareImage(task, { cancelled: () => Atomics.load(task.cancel, 0) === 1 });
     return { png };
