@@ -234,6 +234,10 @@ describe('the event stream', () => {
     expect(metrics).toMatch(/^nonsense_event_streams_refused_total\{budget="per_client"\} [1-9]/m);
     for (const r of [...mine, ...others]) r.close();
     await expect.poll(async () => /^nonsense_event_streams 0$/m.test((await t.app.inject('/metrics')).body), { timeout: 5000 }).toBe(true);
+    // A stream that ended is counted like any other request.
+    const requests = (await t.app.inject('/metrics')).body.split('\n').filter((l) => l.startsWith('http_requests_total{') && l.includes('"/api/v1/nonsense/events"'));
+    expect(requests.some((l) => l.includes('"200"'))).toBe(true);
+    expect(requests.some((l) => l.includes('"429"'))).toBe(true);
   });
 
   it('cuts a client that does not read off with a final overflow event instead of buffering', async () => {

@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyReply } from 'fastify';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { notModified, revisionTag } from '../../plugins/http-cache.ts';
 import { absoluteBase } from '../../plugins/links.ts';
 import { badRequest, HttpProblem } from '../../plugins/problem.ts';
@@ -125,12 +125,13 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw new HttpProblem(503, 'The service has as many event streams open as it serves at once; try again later.', {}, { 'retry-after': '10' });
       }
 
-      const body = new Readable({ read() {} });
-      body.push(`retry: ${RETRY_MS}\n\n`);
+      const retry = `retry: ${RETRY_MS}\n\n`;
       if (resume !== undefined) {
         const floor = await store.floor();
         if (resume < floor) {
           eventStreamsCut.inc({ reason: 'reset' });
+          const body = new Readable({ read() {} });
+          body.push(retry);
           body.push(finalEvent('reset', `The change log starts after revision ${floor}; the changes since ${resume} are no longer kept. ${START_AGAIN}`));
           body.push(null);
           return reply.send(body);
@@ -138,16 +139,19 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       }
       open.set(client, mine + 1);
       total++;
-      const stream = streamOf(reply, body, resume ?? 0);
+      // Written to the response itself, not through a stream that Fastify pipes: a stream lasts for
+      // hours, and a piped one keeps several times the memory. Fastify still logs and counts the
+      // request when the response ends, and `return reply` tells it the answer is on its way.
+      reply.raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders);
+      reply.raw.write(retry);
+      const stream = streamOf(reply.raw, resume ?? 0);
       reply.raw.once('close', () => {
         feed.unsubscribe(stream);
-        body.destroy();
         total--;
         const left = open.get(client)! - 1;
         if (left === 0) open.delete(client);
         else open.set(client, left);
       });
-      reply.send(body);
       feed.subscribe(stream, resume === undefined).catch((error: unknown) => {
         warn('An event stream could not be started', error);
         stream.end();
@@ -157,30 +161,25 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 };
 
-/**
- * streamOf is the feed's view of one response. Fastify sends `body`, whose first bytes (`retry:`)
- * send the head; the changes are then written to the response itself, past the body's pipe, which
- * costs the fan-out one write a stream instead of a push through a stream of its own. Ending the
- * body ends the response.
- */
-function streamOf(reply: FastifyReply, body: Readable, cursor: number): Stream {
+/** streamOf is the feed's view of one response: bytes written to it, and what waits unsent. */
+function streamOf(response: ServerResponse, cursor: number): Stream {
   let ended = false;
-  const response = reply.raw;
   return {
     cursor,
     write(chunk) {
       if (!ended && !response.destroyed) response.write(chunk);
     },
-    buffered: () => body.readableLength + response.writableLength,
+    buffered: () => response.writableLength,
     end(final) {
       if (ended) return;
       ended = true;
-      if (final !== undefined && !response.destroyed) response.write(final);
-      body.push(null);
+      if (response.destroyed) return;
+      if (final !== undefined) response.write(final);
+      response.end();
       // A client that does not read even the last bytes loses its connection.
-      const drop = setTimeout(() => reply.raw.destroy(), CLOSE_GRACE_MS);
+      const drop = setTimeout(() => response.destroy(), CLOSE_GRACE_MS);
       drop.unref();
-      reply.raw.once('close', () => clearTimeout(drop));
+      response.once('close', () => clearTimeout(drop));
     },
   };
 }
