@@ -16,8 +16,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('key', 'text', (col) => col.notNull())
     .addColumn('entry', 'text')
     .execute();
-  // Pruning by age finds the newest change older than the limit.
-  await db.schema.createIndex('changes_at').on('changes').column('at').execute();
   const typed = db as Kysely<{ meta: { key: string; value: number } }>;
   const { value } = await typed.selectFrom('meta').select('value').where('key', '=', 'revision').executeTakeFirstOrThrow();
   await typed.insertInto('meta').values({ key: 'changes_floor', value: Number(value) }).execute();
