@@ -83,6 +83,20 @@ async function streams(): Promise<void> {
     const token = spawnSync(process.execPath, ['bin/nonsense.js', 'token', 'create', 'bench'], { env: { ...process.env, DATABASE_URL: database }, encoding: 'utf8' }).stdout.trim().split('\n').at(-1)!;
     await (await fetch(`${service.url}/api/v1/nonsense/status`)).text();
     await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The same kind of change with no stream open: what the write itself costs the event loop.
+    let baseLag = 0;
+    for (let n = 0; n < CHANGES; n++) {
+      await (await fetch(`${service.url}/metrics`)).text();
+      const res = await fetch(`${service.url}/api/v1/admin/nonsense`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ text: `Bench change number ${n} before any stream.` }),
+      });
+      if (res.status !== 201) throw new Error(`the change was refused: ${res.status} ${await res.text()}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const metrics = await (await fetch(`${service.url}/metrics`)).text();
+      baseLag = Math.max(baseLag, Number(/^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(metrics)?.[1] ?? 0) * 1000);
+    }
     const heap = async () => Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(await (await fetch(`${service.url}/metrics`)).text())?.[1] ?? 0) / 2 ** 20;
     const before = memory(service.pid).rss;
     const heapBefore = await heap();
@@ -127,6 +141,7 @@ async function streams(): Promise<void> {
     line(`delivery of a change to ${STREAMS} streams, p50`, `${percentile(latencies, 50).toFixed(0)} ms`, '', true);
     line(`delivery of a change to ${STREAMS} streams, p99`, `${p99.toFixed(0)} ms`, `${DELIVERY_BOUND_MS} ms`, p99 <= DELIVERY_BOUND_MS);
     line(`delivery of a change to ${STREAMS} streams, max`, `${latencies.at(-1)!.toFixed(0)} ms`, '', true);
+    line('longest event-loop delay, the same changes without streams', `${baseLag.toFixed(1)} ms`, '', true);
     line('longest event-loop delay while changes were fanned out', `${lagMax.toFixed(1)} ms`, '(20 ms)', true);
     for (const client of clients) client.socket.destroy();
   } finally {
