@@ -68,6 +68,8 @@ function get(url: string): Promise<number> {
 /**
  * hammer sends `url` from `clients` loops until `seconds` have passed, reading each answer whatever
  * its status (a feed aborted past a page's time limit counts as "aborted"), and counts the outcomes.
+ * A feed still streaming when the time is up is closed ("cut at the end"): a whole feed in an
+ * expression order can take minutes.
  */
 async function hammer(url: string, clients: number, seconds: number): Promise<Map<string, number>> {
   const outcomes = new Map<string, number>();
@@ -75,14 +77,26 @@ async function hammer(url: string, clients: number, seconds: number): Promise<Ma
   const until = performance.now() + seconds * 1000;
   const one = () =>
     new Promise<void>((resolve) => {
-      http
+      let settled = false;
+      const settle = (outcome: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(cut);
+        count(outcome);
+        resolve();
+      };
+      const request = http
         .get(url, { agent }, (res) => {
           res.on('data', () => {});
-          res.on('end', () => (count(String(res.statusCode)), resolve()));
-          res.on('error', () => (count('aborted'), resolve()));
-          res.on('aborted', () => (count('aborted'), resolve()));
+          res.on('end', () => settle(String(res.statusCode)));
+          res.on('error', () => settle('aborted'));
+          res.on('aborted', () => settle('aborted'));
         })
-        .on('error', () => (count('aborted'), resolve()));
+        .on('error', () => settle('aborted'));
+      const cut = setTimeout(() => {
+        settle('cut at the end');
+        request.destroy();
+      }, Math.max(0, until - performance.now()));
     });
   await Promise.all(
     Array.from({ length: clients }, async () => {
