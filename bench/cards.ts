@@ -17,19 +17,18 @@
  *                           # BENCH_FONT_MEMORY=off leaves part 4 out
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { loadConfig } from '../src/config.ts';
 import { migrate, openDatabase } from '../src/db/database.ts';
 import type * as Fonts from '../src/formats/share-image/fonts.ts';
 import type * as Render from '../src/formats/share-image/render.ts';
 import { createStorage } from '../src/storage/index.ts';
 import { sampleCardInput, samples } from '../test/formats/share-image-samples.ts';
+import { blackPng } from '../test/png.ts';
 import { memory, startService } from './lib.ts';
 import { requireWrk, wrk } from './wrk.ts';
 
@@ -83,32 +82,6 @@ const HOSTILE = [
   { uuid: '0badca7d-0000-4000-8000-000000000002', what: 'an emoji declaring 60,000 × 60,000 pixels', text: 'Look at this :huge: emoji.' },
 ];
 
-/** hugePng is a valid PNG of side × side black 1-bit pixels: 60,000 × 60,000 compress to 437 KB. */
-async function hugePng(side: number): Promise<Buffer> {
-  const rowBytes = 1 + Math.ceil(side / 8);
-  const deflate = zlib.createDeflate({ level: 9 });
-  const parts: Buffer[] = [];
-  deflate.on('data', (part: Buffer) => parts.push(part));
-  const rows = Buffer.alloc(rowBytes * 1000);
-  for (let done = 0; done < side; done += 1000) {
-    if (!deflate.write(rows.subarray(0, rowBytes * Math.min(1000, side - done)))) await once(deflate, 'drain');
-  }
-  deflate.end();
-  await once(deflate, 'end');
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const frame = Buffer.alloc(8 + data.length + 4);
-    frame.writeUInt32BE(data.length, 0);
-    body.copy(frame, 4);
-    frame.writeUInt32BE(zlib.crc32(body), 8 + data.length);
-    return frame;
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(side, 0);
-  header.writeUInt32BE(side, 4);
-  header[8] = 1;
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', Buffer.concat(parts)), chunk('IEND', Buffer.alloc(0))]);
-}
 
 async function seed(file: string, count: number): Promise<string[]> {
   const database = await openDatabase(loadConfig({ DATABASE_URL: file }).database);
@@ -123,7 +96,7 @@ async function seed(file: string, count: number): Promise<string[]> {
   await storage.variables.insertMissing([{ name: '$LONG$', description: 'Long values.', values: [0, 1, 2, 3, 4].map(value) }]);
   await storage.entries.insertEntries(HOSTILE.map(({ uuid, text }, n) => ({ uuid, text, timestamp: 1_500_000_000 + n })));
   // Stored as an older version or another tool could have: the upload route would refuse it.
-  await storage.emojis.put('huge', 'image/png', await hugePng(60_000), 'bench');
+  await storage.emojis.put('huge', 'image/png', await blackPng(60_000), 'bench');
   await database.close();
   return uuids;
 }

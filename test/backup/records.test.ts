@@ -7,7 +7,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_LINE_BYTES, RestoreError, restoreBackup } from '../../src/backup/restore.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -15,36 +14,13 @@ import { migrate, openDatabase, type Database } from '../../src/db/database.ts';
 import { MIGRATIONS } from '../../src/db/migrations/index.ts';
 import { DEMO_DIR } from '../../src/demo/load-demo.ts';
 import { freshDatabaseUrl, tempDir } from '../helper.ts';
+import { pngDeclaring } from '../png.ts';
 
 type Fields = Record<string, unknown>;
 
 const ENTRY = '11111111-1111-4111-8111-111111111111';
 const REPORT = '22222222-2222-4222-8222-222222222222';
 const TOAST = fs.readFileSync(path.join(DEMO_DIR, 'emojis', 'toast.png'));
-
-/** pngChunk is one PNG chunk: length, type, data, CRC. */
-function pngChunk(type: string, data: Buffer): Buffer {
-  const length = Buffer.alloc(4);
-  length.writeUInt32BE(data.length);
-  const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(zlib.crc32(body));
-  return Buffer.concat([length, body, crc]);
-}
-
-/** pngDeclaring is a tiny PNG whose header declares a 1-bit grey image of width × height pixels. */
-function pngDeclaring(width: number, height: number): Buffer {
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header[8] = 1; // bit depth; colour type, compression, filter and interlace stay 0
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    pngChunk('IHDR', header),
-    pngChunk('IDAT', zlib.deflateSync(Buffer.alloc(1 + Math.ceil(width / 8)))),
-    pngChunk('IEND', Buffer.alloc(0)),
-  ]);
-}
 
 function emoji(name: string, image: Buffer, contentType = 'image/png'): Fields {
   return { type: 'emoji', name, content_type: contentType, image: image.toString('base64'), sha256: createHash('sha256').update(image).digest('hex'), updated_at: 1_750_000_000_000 };

@@ -2,30 +2,13 @@
  * What a card draws at most: the text cut before layout (never inside a grapheme or an emoji token),
  * and emoji images decoded only within the pixel budgets.
  */
-import zlib from 'node:zlib';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { CARD_EMOJI_PIXELS, CARD_MAX_CHARACTERS, cutCardText, declaredPixels, EMOJI_MAX_PIXELS, EMOJI_SCALED_SIDE } from '../../src/formats/share-image/limits.ts';
 import { renderShareImage, withEmojiGlyphs, type CustomEmojiImage } from '../../src/formats/share-image/render.ts';
+import { pngDeclaring } from '../png.ts';
 
 const codePoints = (text: string) => [...text].length;
-
-/** pngHeader is a PNG that declares side × side pixels but holds no image data: enough for a header reader, never decoded here. */
-function pngHeader(side: number): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const frame = Buffer.alloc(8 + data.length + 4);
-    frame.writeUInt32BE(data.length, 0);
-    body.copy(frame, 4);
-    frame.writeUInt32BE(zlib.crc32(body), 8 + data.length);
-    return frame;
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(side, 0);
-  header.writeUInt32BE(side, 4);
-  header[8] = 1;
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IEND', Buffer.alloc(0))]);
-}
 
 const solidPng = async (side: number): Promise<CustomEmojiImage> => ({
   contentType: 'image/png',
@@ -88,12 +71,12 @@ describe('cutCardText', () => {
 
 describe('emoji pixel budgets', () => {
   it('reads declared dimensions without decoding, and nothing from what is not an image', () => {
-    expect(declaredPixels(pngHeader(60_000))).toBe(3_600_000_000);
+    expect(declaredPixels(pngDeclaring(60_000))).toBe(3_600_000_000);
     expect(declaredPixels(Buffer.from('not an image'))).toBeNull();
   });
 
   it('draws an emoji declaring more than EMOJI_MAX_PIXELS as its :name: text, without decoding it', async () => {
-    const huge = { contentType: 'image/png', image: pngHeader(60_000) };
+    const huge = { contentType: 'image/png', image: pngDeclaring(60_000) };
     const { text, graphemeImages } = await withEmojiGlyphs('A :huge: emoji.', new Map([['huge', huge]]));
     expect(text).toBe('A :huge: emoji.');
     expect(graphemeImages).toEqual({});

@@ -8,11 +8,11 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, tempDir } from '../helper.ts';
 import { BIN, parentEnv } from '../process-helper.ts';
+import { openIdle } from '../sockets.ts';
 
 const DESCRIPTORS = 256;
 /** What MAX_CONNECTIONS=auto leaves for connections out of 256 descriptors (plugins/connections.ts). */
@@ -71,28 +71,6 @@ async function serve(database: string, env: Record<string, string>): Promise<Ser
       await exited;
     },
   };
-}
-
-interface Idle {
-  socket: net.Socket;
-  closed: boolean;
-}
-
-/** openIdle opens `count` connections from `localAddress` that send nothing, each once it is connected. */
-async function openIdle(port: number, count: number, localAddress = '127.0.0.1'): Promise<Idle[]> {
-  const all: Idle[] = [];
-  for (let i = 0; i < count; i++) {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
-    const idle = { socket, closed: false };
-    socket.on('error', () => {});
-    socket.on('close', () => (idle.closed = true));
-    await new Promise((resolve) => {
-      socket.once('connect', resolve);
-      socket.once('close', resolve);
-    });
-    all.push(idle);
-  }
-  return all;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -4,11 +4,12 @@
  * past them a connection is closed at once and counted, and a closed connection frees its place.
  */
 import http, { type Server } from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { registry } from '../../src/metrics/registry.ts';
 import { connectionBudget, connectionLimits, descriptorLimit, FALLBACK_DESCRIPTOR_LIMIT, limitConnections, openFilesLimit } from '../../src/plugins/connections.ts';
+import { openIdle } from '../sockets.ts';
 
 const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
 Max cpu time              unlimited            unlimited            seconds
@@ -66,25 +67,6 @@ afterEach(async () => {
   open.closeAllConnections();
   await new Promise((resolve) => open.close(resolve));
 });
-
-interface Idle {
-  socket: net.Socket;
-  closed: boolean;
-}
-
-/** openIdle opens `count` connections from `localAddress` that send nothing, once each is connected. */
-async function openIdle(port: number, count: number, localAddress = '127.0.0.1'): Promise<Idle[]> {
-  const all: Idle[] = [];
-  for (let i = 0; i < count; i++) {
-    const socket = net.connect({ port, host: '127.0.0.1', localAddress });
-    const idle = { socket, closed: false };
-    socket.on('error', () => {});
-    socket.on('close', () => (idle.closed = true));
-    await new Promise((resolve) => socket.once('connect', resolve));
-    all.push(idle);
-  }
-  return all;
-}
 
 /** until waits (bounded) for `condition`. */
 async function until(condition: () => boolean, ms = 3000): Promise<void> {

@@ -3,13 +3,12 @@
  * and an emoji image that declares enormous dimensions, are drawn within bounded time and memory;
  * a render that fails is answered 503 at once on every repeat instead of being started again.
  */
-import { once } from 'node:events';
-import zlib from 'node:zlib';
 import type { LightMyRequestResponse } from 'fastify';
 import { Piscina } from 'piscina';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { shareImageCache } from '../../src/metrics/registry.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
+import { blackPng } from '../png.ts';
 
 const png = (uuid: string) => `/api/v1/nonsense/${uuid}.png`;
 
@@ -44,37 +43,6 @@ async function timedRequest(t: TestContext, url: string): Promise<{ res: LightMy
   return { res, ms: performance.now() - started, growth: Math.max(growth, process.memoryUsage.rss() - before) };
 }
 
-/**
- * hugePng builds a valid PNG of side × side 1-bit grey pixels, all black: its rows compress so well
- * that 60,000 × 60,000 pixels (3.6 billion, 14 GB as RGBA) take 437 KB.
- */
-async function hugePng(side: number): Promise<Buffer> {
-  const rowBytes = 1 + Math.ceil(side / 8);
-  const deflate = zlib.createDeflate({ level: 9 });
-  const parts: Buffer[] = [];
-  deflate.on('data', (part: Buffer) => parts.push(part));
-  const rows = Buffer.alloc(rowBytes * 1000); // filter byte 0 and black pixels
-  for (let done = 0; done < side; done += 1000) {
-    if (!deflate.write(rows.subarray(0, rowBytes * Math.min(1000, side - done)))) await once(deflate, 'drain');
-  }
-  deflate.end();
-  await once(deflate, 'end');
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(zlib.crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(side, 0);
-  header.writeUInt32BE(side, 4);
-  header[8] = 1; // bit depth
-  header[9] = 0; // greyscale
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', header), chunk('IDAT', Buffer.concat(parts)), chunk('IEND', Buffer.alloc(0))]);
-}
-
 describe('share images: hostile entries and emojis', () => {
   // 333 × `$LONG$` is 1,998 characters, within the entry limit; each value is 200 characters, the
   // longest a variable value may be, so the text expands to 66,600 characters.
@@ -85,7 +53,7 @@ describe('share images: hostile entries and emojis', () => {
   let t: TestContext;
   beforeAll(async () => {
     t = await createTestApp({ entries: [expanding, warm, huge], variables: [LONG] });
-    await t.storage.emojis.put('huge', 'image/png', await hugePng(60_000), 'test');
+    await t.storage.emojis.put('huge', 'image/png', await blackPng(60_000), 'test');
     expect((await t.app.inject(png(warm.uuid))).statusCode).toBe(200);
   });
   afterAll(() => t.close());
