@@ -1,7 +1,7 @@
 /** The public shape of an entry, `{ uuid, nonsense, original_nonsense?, timestamp }`, shared by every JSON output. */
 import { isAscii } from '../domain/text.ts';
 import { mathRandomPick, splitVariables, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
-import type { EntryRecord } from '../storage/entries.ts';
+import type { EntryRecord } from '../domain/records.ts';
 
 export interface DeliveredEntry {
   uuid: string;

@@ -4,7 +4,7 @@
  */
 import type { ExportFormat } from '../domain/export-params.ts';
 import { seededPick, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
-import type { EntryRecord } from '../storage/entries.ts';
+import type { EntryRecord } from '../domain/records.ts';
 import { CSV_HEADER, csvRecord } from './csv.ts';
 import { deliverEntry } from './entry.ts';
 

@@ -11,7 +11,7 @@
  *   negative number is a number to a spreadsheet, and `'-3.2` would defeat `parseFloat`.
  * - JSON: an array of objects with the same five fields, numbers as numbers.
  */
-import type { GalaxyPoint } from '../storage/galaxy.ts';
+import type { GalaxyPoint } from '../domain/records.ts';
 
 export const GALAXY_FORMATS = ['csv', 'json'] as const;
 export type GalaxyFormat = (typeof GALAXY_FORMATS)[number];

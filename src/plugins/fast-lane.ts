@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyServerFactory } from 'fastify';
 import type { RouteSeries } from '../metrics/requests.ts';
 import { COMMON_HEADERS, requestId } from './headers.ts';
-import { etagMatches } from './http-cache.ts';
+import { etagMatches } from '../http/cache.ts';
 import { dropIdleConnections } from './idle-connections.ts';
 import { routeSeries } from './metrics.ts';
 
@@ -71,7 +71,7 @@ function headList(own: readonly string[], withLength: boolean): readonly string[
 
 /**
  * laneNotModified tells whether a lane request's `If-None-Match` names `etag`, by the comparison of
- * every other route (http-cache.ts), whatever its cache directives say. It reads the raw header list,
+ * every other route (http/cache.ts), whatever its cache directives say. It reads the raw header list,
  * as requestId does: Node builds a request's `headers` object on first use, which the lane otherwise
  * never needs. Field lines sent more than once form one list, so any of them may match.
  */

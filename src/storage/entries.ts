@@ -15,12 +15,9 @@ import { recordAction } from './moderation-log.ts';
 import { CHANGE_BATCH, entryJson, insertChanges, logsChanges, readServerVariables, takeRevisions, type Change } from './changes.ts';
 import { bumpRevision, readRevision, writeTransaction, type RevisionCache } from './revision.ts';
 
-/** An entry as stored: raw text, not yet substituted. */
-export interface EntryRecord {
-  uuid: string;
-  text: string;
-  timestamp: number;
-}
+import type { EntryRecord } from '../domain/records.ts';
+
+export type { EntryRecord };
 
 export interface DatabaseStatus {
   count: number;

@@ -10,7 +10,7 @@ import type { EngineQuirks } from '../db/dialects/quirks.ts';
 import type { DB, EntryState } from '../db/schema.ts';
 import type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
 import { searchKey } from '../domain/search-text.ts';
-import type { EntryRecord } from './entries.ts';
+import type { EntryRecord } from '../domain/records.ts';
 
 export type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
 export { TimeLimitError } from '../db/time-limit.ts';

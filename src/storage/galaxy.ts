@@ -15,14 +15,9 @@ import { readRevision } from './revision.ts';
 /** The current layout, without its model. */
 export type GalaxyLayout = Omit<GalaxyLayoutTable, 'id' | 'model'>;
 
-/** A star as served: the entry's uuid, its place and size. */
-export interface GalaxyPoint {
-  uuid: string;
-  x: number;
-  y: number;
-  z: number;
-  point_size: number;
-}
+import type { GalaxyPoint } from '../domain/records.ts';
+
+export type { GalaxyPoint };
 
 /** A star of a fit with its entry's key and whether that entry is visible now. */
 export interface StoredPoint extends GalaxyPoint {

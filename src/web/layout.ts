@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { badgeLetter } from '../domain/display-text.ts';
 import { EMOJI_NAME_SOURCE } from '../domain/emojis.ts';
-import { notModified } from '../plugins/http-cache.ts';
+import { notModified } from '../http/cache.ts';
 import { assetUrl } from './assets.ts';
 import { html, type SafeHtml } from './html.ts';
 

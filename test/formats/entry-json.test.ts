@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seededPick, type ServerVariables } from '../../src/domain/variables.ts';
 import { deliverEntry, EntryJsonTemplate, entryJsonEncoder } from '../../src/formats/entry.ts';
 import { Entry } from '../../src/schemas/api.ts';
-import type { EntryRecord } from '../../src/storage/entries.ts';
+import type { EntryRecord } from '../../src/domain/records.ts';
 
 const variables: ServerVariables = new Map<string, string[]>([
   ['$ANIMAL$', ['cat', 'goose', 'quoted "newt"', 'back\\slash', 'ünïcödé 🦆']],

@@ -8,7 +8,7 @@
 import http from 'node:http';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { etagMatches, modifiedSince } from '../../src/plugins/http-cache.ts';
+import { etagMatches, modifiedSince } from '../../src/http/cache.ts';
 import { GalaxyComputer } from '../../src/services/galaxy/compute.ts';
 import { families } from '../galaxy/corpus.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.ts';
 import { GALAXY_LOCK, GalaxyComputer, REFIT_FRACTION } from '../../src/services/galaxy/compute.ts';
-import type { GalaxyPoint } from '../../src/storage/galaxy.ts';
+import type { GalaxyPoint } from '../../src/domain/records.ts';
 import { families } from '../galaxy/corpus.ts';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
 

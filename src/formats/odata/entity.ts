@@ -2,7 +2,7 @@
 import { entityKey, ENTITY_SET, type ODataEntity } from '../../domain/odata/model.ts';
 import { isMultiline } from '../../domain/text.ts';
 import { mathRandomPick, type PickIndex, type ServerVariables } from '../../domain/variables.ts';
-import type { EntryRecord } from '../../storage/entries.ts';
+import type { EntryRecord } from '../../domain/records.ts';
 import { deliverEntry } from '../entry.ts';
 
 /**

@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { notModified, revisionTag } from '../../plugins/http-cache.ts';
+import { notModified, revisionTag } from '../../http/cache.ts';
 import { absoluteBase } from '../../plugins/links.ts';
 import { badRequest, HttpProblem } from '../../plugins/problem.ts';
 import { NOT_MODIFIED, problemResponse, problemResponses } from '../../schemas/api.ts';

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type TSchema } from 'typebox';
 import { GALAXY_CONTENT_TYPES, GALAXY_FORMATS } from '../../formats/galaxy.ts';
 import { watchCache } from '../../metrics/registry.ts';
-import { notModified } from '../../plugins/http-cache.ts';
+import { notModified } from '../../http/cache.ts';
 import { HttpProblem } from '../../plugins/problem.ts';
 import { GalaxyPoint, problemResponses } from '../../schemas/api.ts';
 import { GalaxyBodies } from '../../services/galaxy/serve.ts';

@@ -11,7 +11,7 @@ import { parseUuid, uuidSegment } from '../../domain/uuid.ts';
 import { mathRandomPick } from '../../domain/variables.ts';
 import { ENTRY_JSON_TYPE, EntryJsonTemplate, entryJsonEncoder } from '../../formats/entry.ts';
 import { watchCache } from '../../metrics/registry.ts';
-import { notModified, revisionTag } from '../../plugins/http-cache.ts';
+import { notModified, revisionTag } from '../../http/cache.ts';
 import { notFound } from '../../plugins/problem.ts';
 import { Entry, EntryPathParams, NOT_MODIFIED, problemResponses, Status } from '../../schemas/api.ts';
 import { EntryCache, type EntrySnapshot, type PreparedEntry } from '../../storage/entry-cache.ts';

@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { uuidSegment } from '../../domain/uuid.ts';
 import { shareImageRefused } from '../../metrics/registry.ts';
-import { notModified } from '../../plugins/http-cache.ts';
+import { notModified } from '../../http/cache.ts';
 import { notFound, sendProblem } from '../../plugins/problem.ts';
 import { CardQueueFull, CardUnavailable, RenderAborted } from '../../services/cards/index.ts';
 

@@ -21,9 +21,9 @@ import { ATOM_ENTRY_CONTENT_TYPE, ATOM_FEED_CONTENT_TYPE, atomEntry, atomFeed } 
 import { toODataEntity } from '../../formats/odata/entity.ts';
 import { JSON_CONTENT_TYPE, jsonEntry, jsonFeed } from '../../formats/odata/json.ts';
 import { METADATA_CONTENT_TYPE, metadataDocument, SERVICE_CONTENT_TYPE, jsonServiceDocument, serviceDocument } from '../../formats/odata/metadata.ts';
-import { notModified } from '../../plugins/http-cache.ts';
+import { notModified } from '../../http/cache.ts';
 import { isKeysetOrder, STREAM_PAGE_SIZE, TimeLimitError, type EntryListQuery } from '../../storage/entry-query.ts';
-import type { EntryRecord } from '../../storage/entries.ts';
+import type { EntryRecord } from '../../domain/records.ts';
 import { absoluteBase } from '../../plugins/links.ts';
 import { UNSHARED, type FairShare } from '../../plugins/fair-share.ts';
 import { odataErrorHandler, sendODataError } from './errors.ts';

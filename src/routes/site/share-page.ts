@@ -15,7 +15,7 @@ import { badgeLetter } from '../../domain/display-text.ts';
 import { IMAGE_EXTENSIONS, scanCustomEmojis, type ImageType } from '../../domain/emojis.ts';
 import { parseUuid } from '../../domain/uuid.ts';
 import { CARD_HEIGHT, CARD_WIDTH } from '../../formats/share-image/card.ts';
-import { notModified } from '../../plugins/http-cache.ts';
+import { notModified } from '../../http/cache.ts';
 import { badRequest, notFound } from '../../plugins/problem.ts';
 import { assetUrl } from '../../web/assets.ts';
 import { escapeHtml } from '../../web/html.ts';

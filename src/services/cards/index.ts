@@ -12,7 +12,7 @@ import type { CustomEmojiImage } from '../../formats/share-image/render.ts';
 import { displayText } from '../../domain/display-text.ts';
 import { customEmojiNames } from '../../domain/emojis.ts';
 import { shareImageCache, watchCards } from '../../metrics/registry.ts';
-import type { EntryRecord } from '../../storage/entries.ts';
+import type { EntryRecord } from '../../domain/records.ts';
 import type { EmojiInfo } from '../../storage/emojis.ts';
 import type { Storage } from '../../storage/index.ts';
 import { CardCache } from './cache.ts';
