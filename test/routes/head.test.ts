@@ -86,6 +86,9 @@ function samples(token: string): Record<string, (string | Sample)[]> {
     '/api/v1/nonsense/random': ['/api/v1/nonsense/random'],
     '/api/v1/nonsense/report': [{ url: '/api/v1/nonsense/report', lengthDiffers: "the 405's detail names the method" }],
     '/api/v1/nonsense/status': ['/api/v1/nonsense/status'],
+    '/api/v1/nonsense/changes': ['/api/v1/nonsense/changes?since=0', '/api/v1/nonsense/changes?since=0&limit=1', '/api/v1/nonsense/changes?since=999999999'],
+    // A live stream never ends; its HEAD is checked on its own below.
+    '/api/v1/nonsense/events': ['/api/v1/nonsense/events?since=x', '/api/v1/nonsense/events?since=999999999'],
     '/api/v1/nonsense/galaxy': ['/api/v1/nonsense/galaxy', '/api/v1/nonsense/galaxy?format=csv', '/api/v1/nonsense/galaxy?format=json', '/api/v1/nonsense/galaxy?format=xml'],
     '/api/v1/nonsense/:id.png': [`/api/v1/nonsense/${ONE}.png`, `/api/v1/nonsense/${UNKNOWN}.png`],
     '/api/v1/nonsense/:id': [`/api/v1/nonsense/${ONE}`, `/api/v1/nonsense/${ONE.toUpperCase()}`, `/api/v1/nonsense/${ONE}?x=1`, `/api/v1/nonsense/${UNKNOWN}`, '/api/v1/nonsense/nope', `/api/v1/nonsense/${ONE}.jpg`],
@@ -182,6 +185,24 @@ describe('HEAD on every GET route', () => {
     // The samples reach both kinds of answer, and the formats that stream.
     expect(checked.filter((line) => line.startsWith('200 chunked')).length).toBeGreaterThanOrEqual(6);
     expect(checked.filter((line) => line.startsWith('200 length')).length).toBeGreaterThan(30);
+  });
+
+  it('answers HEAD of a live event stream with the headers of its GET and no length, and ends', async () => {
+    const head = await send('HEAD', '/api/v1/nonsense/events');
+    const get = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const request = http.request({ host: '127.0.0.1', port, path: '/api/v1/nonsense/events', agent: false }, (response) => {
+        resolve(response);
+        request.destroy();
+      });
+      request.on('error', reject);
+      request.end();
+    });
+    expect(head.status).toBe(200);
+    expect(get.statusCode).toBe(200);
+    expect(comparable(head.headers)).toEqual(comparable(get.headers));
+    expect(get.headers['transfer-encoding']).toBe('chunked');
+    expect(head.headers['content-length']).toBeUndefined();
+    expect(head.bytes).toBe(0);
   });
 
   it('draws a share card once for a HEAD and the GET after it', async () => {

@@ -112,7 +112,6 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const revision = await current(resume ?? 0);
       if (resume !== undefined && resume > revision) throw ahead(header !== undefined ? 'Last-Event-ID' : 'since', resume, revision);
       reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-store').header('x-accel-buffering', 'no');
-      if (request.method === 'HEAD') return reply.send();
 
       const client = app.fairShare.clientOf(request);
       const mine = open.get(client) ?? 0;
@@ -124,6 +123,8 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         eventStreamsRefused.inc({ budget: 'total' });
         throw new HttpProblem(503, 'The service has as many event streams open as it serves at once; try again later.', {}, { 'retry-after': '10' });
       }
+      // The GET's answer without its body: a stream, which states no length (plugins/head.ts).
+      if (request.method === 'HEAD') return reply.send(Readable.from([]));
 
       const retry = `retry: ${RETRY_MS}\n\n`;
       if (resume !== undefined) {
