@@ -78,14 +78,19 @@ describe('OData all=true and the event loop', () => {
   });
 
   it('reads pages only as fast as a slow client takes them', async () => {
+    // The pages of the walk are read by a read worker on an SQLite file, else on the event loop.
     let pages = 0;
-    const real = t.storage.entryQuery.listPages.bind(t.storage.entryQuery);
-    const spy = vi.spyOn(t.storage.entryQuery, 'listPages').mockImplementation(async function* (query, pageSize) {
-      for await (const page of real(query, pageSize)) {
-        pages++;
-        yield page;
-      }
-    });
+    const workers = t.app.readWorkers;
+    const query = t.storage.entryQuery;
+    const readPage = query.listPage.bind(query);
+    const readInWorker = workers?.odata.bind(workers);
+    const spy =
+      workers === null
+        ? vi.spyOn(query, 'listPage').mockImplementation(async (...args) => (pages++, readPage(...args)))
+        : vi.spyOn(workers, 'odata').mockImplementation((async (...args: Parameters<typeof workers.odata>) => {
+            if (args[0].kind === 'page') pages++;
+            return readInWorker!(...args);
+          }) as typeof workers.odata);
     try {
       const settled = await new Promise<number>((resolve, reject) => {
         const request = http.get(`http://127.0.0.1:${port}/odata/v2/nonsense_list?all=true`, { agent: false }, (res) => {
