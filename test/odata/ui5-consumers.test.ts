@@ -22,8 +22,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestContext } from '../helper.ts';
 import { skipWithout } from '../requirements.ts';
 import { consumerEntries, FIXTURE_VARIABLES } from './consumer-fixture.ts';
+import { CHROMIUM, launchChromium } from '../chromium.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SKIP_BROWSER = skipWithout(`Chromium at ${CHROMIUM}`, fs.existsSync(CHROMIUM), 'apt-get install chromium');
 
 const UI5_SRC = path.resolve('node_modules/@openui5/sap.ui.core/src');
@@ -260,11 +260,7 @@ describe.skipIf(SKIP_BROWSER)('datajs and the UI5 ODataModel in Chromium read th
   }
 
   beforeAll(async () => {
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    });
+    browser = await launchChromium();
   });
   afterAll(() => browser?.close());
 

@@ -10,11 +10,11 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, entry, freePort, type TestContext } from '../helper.ts';
 import { skipWithout } from '../requirements.ts';
+import { CHROMIUM, launchChromium } from '../chromium.ts';
 
 // The one browser global an in-page callback uses: the project's TypeScript has no DOM library.
 declare const sessionStorage: { setItem(key: string, value: string): void };
 
-const CHROMIUM = '/usr/bin/chromium';
 const SKIP = skipWithout(`Chromium at ${CHROMIUM}`, fs.existsSync(CHROMIUM), 'apt-get install chromium');
 
 const reported = entry('Reported from the docs test.', 1_700_000_000, 'dddddddd-d0c5-4000-8000-000000000001');
@@ -39,12 +39,7 @@ describe.skipIf(SKIP)('the API in Chromium', () => {
     const port = await freePort();
     await t.app.listen({ port, host: '127.0.0.1' });
     url = `http://127.0.0.1:${port}`;
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {

@@ -10,10 +10,10 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 import { skipWithout } from '../requirements.ts';
+import { CHROMIUM, launchChromium } from '../chromium.ts';
 
 declare const window: { liveCopy: { copy: Map<string, { text: string; timestamp: number }>; revision: number } };
 
-const CHROMIUM = '/usr/bin/chromium';
 const SKIP = skipWithout(`Chromium at ${CHROMIUM}`, fs.existsSync(CHROMIUM), 'apt-get install chromium');
 const PAGE = fs.readFileSync('docs/examples/events.html');
 
@@ -34,12 +34,7 @@ describe.skipIf(SKIP)('the EventSource example in Chromium', () => {
     site = http.createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE));
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     pageUrl = `http://localhost:${(site.address() as AddressInfo).port}/events.html?api=${encodeURIComponent(api)}`;
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {

@@ -11,8 +11,8 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp, entry, freePort, type TestContext } from '../helper.ts';
 import { skipWithout } from '../requirements.ts';
+import { CHROMIUM, launchChromium } from '../chromium.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SKIP = skipWithout(`Chromium at ${CHROMIUM}`, fs.existsSync(CHROMIUM), 'apt-get install chromium');
 
 const ONE = entry('Revalidated by hand in a browser.', 1_700_000_000, 'abababab-0000-4000-8000-000000000001');
@@ -36,12 +36,7 @@ describe.skipIf(SKIP)('revalidation by hand in Chromium', () => {
     const port = await freePort();
     await t.app.listen({ port, host: '127.0.0.1' });
     url = `http://127.0.0.1:${port}`;
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage();
     await page.goto(`${url}/healthz`);
   }, 60_000);
