@@ -145,7 +145,9 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // request when the response ends, and `return reply` tells it the answer is on its way.
       reply.raw.writeHead(200, reply.getHeaders() as OutgoingHttpHeaders);
       reply.raw.write(retry);
-      const stream = streamOf(reply.raw, resume ?? 0);
+      // Without a resume point the stream starts at the revision read above, before the answer's head
+      // was sent: every change a client makes after it has the head reaches it.
+      const stream = streamOf(reply.raw, resume ?? revision);
       reply.raw.once('close', () => {
         feed.unsubscribe(stream);
         total--;
@@ -153,7 +155,7 @@ const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         if (left === 0) open.delete(client);
         else open.set(client, left);
       });
-      feed.subscribe(stream, resume === undefined).catch((error: unknown) => {
+      feed.subscribe(stream).catch((error: unknown) => {
         warn('An event stream could not be started', error);
         stream.end();
       });

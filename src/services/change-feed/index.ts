@@ -156,16 +156,14 @@ export class ChangeFeed {
   }
 
   /**
-   * subscribe adds a stream that has received everything up to `stream.cursor` (or, with
-   * `fromNow`, starts it at the newest change): the changes after it are sent from the log, then as
-   * they come.
+   * subscribe adds a stream that has received everything up to `stream.cursor`: the changes after
+   * it are sent from the log, then as they come.
    */
-  async subscribe(stream: Stream, fromNow = false): Promise<void> {
+  async subscribe(stream: Stream): Promise<void> {
     const state: State = { live: false, closed: false };
     this.streams.set(stream, state);
     try {
       await this.start();
-      if (fromNow) stream.cursor = this.last;
       await this.catchUp(stream, state);
     } catch (error) {
       this.unsubscribe(stream);
