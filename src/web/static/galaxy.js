@@ -1,7 +1,8 @@
 // The galaxy page: every entry as a star of GET /api/v1/nonsense/galaxy, drawn with three.js (its
 // module build, served by the service; loaded with import(), as the page's policy allows scripts from
-// the service only) while the stars load.
+// the service only) while the stars load. Stars come and go with the change feed (galaxy/live.js).
 // Entry texts are untrusted: they only ever reach the page as text (textContent).
+import { followChanges } from './galaxy/live.js';
 import { createControls } from './galaxy/controls.js';
 import { createScene } from './galaxy/scene.js';
 import { followSearch } from './galaxy/search.js';
@@ -29,6 +30,16 @@ function webglAvailable() {
     return Boolean(probe.getContext('webgl2') || probe.getContext('webgl'));
   } catch {
     return false;
+  }
+}
+
+/** readRevision is the status's revision, from which the page follows the changes; null if unknown. */
+async function readRevision() {
+  try {
+    const response = await fetch('/api/v1/nonsense/status', { headers: { accept: 'application/json' }, cache: 'no-store' });
+    return response.ok ? /** @type {number} */ ((await response.json()).revision) : null;
+  } catch {
+    return null;
   }
 }
 
@@ -66,6 +77,8 @@ async function start(view) {
   try {
     setState('loading', 'Loading the galaxy…');
     const three = /** @type {Promise<Three>} */ (import(document.body.dataset.three ?? ''));
+    // The revision first: every change after it reaches the page, those in the stars already included.
+    const since = await readRevision();
     const list = await loadStars((wait) => setState('waiting', `The galaxy is still being laid out; trying again in ${wait} s.`), problemDetail);
     const THREE = await three;
     const stars = new Stars(list);
@@ -82,6 +95,7 @@ async function start(view) {
     scene.resize();
     view.dataset.stars = String(stars.count);
     shown();
+    followChanges({ scene, stars, state, selection, view, since, shown });
   } catch (error) {
     setState('error', `The galaxy could not be shown: ${error instanceof Error ? error.message : String(error)}`);
   }
