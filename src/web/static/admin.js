@@ -4,7 +4,7 @@ import { api, onUnauthorized, TOKEN_KEY } from './admin/api.js';
 import { loadEmojis, loadVariables } from './admin/catalog.js';
 import { searchEntries } from './admin/entries.js';
 import { loadLog } from './admin/log.js';
-import { loadReports, refreshCounts } from './admin/reports.js';
+import { loadReports, QUEUE_POLL_MS, refreshQueue } from './admin/reports.js';
 import { say } from './admin/ui.js';
 import { byId } from './lib/dom.js';
 
@@ -23,16 +23,25 @@ const loaders = {
 };
 const TABS = Object.keys(loaders);
 
+/** @type {ReturnType<typeof setInterval> | null} */
+let queueTimer = null;
+
 function showConsole() {
   signin.hidden = true;
   consoleView.hidden = false;
   showTab(currentTab());
-  void refreshCounts();
+  void refreshQueue(true);
+  // The queue follows new and resolved reports while the page is in view (admin/reports.js).
+  queueTimer ??= setInterval(() => {
+    if (document.visibilityState === 'visible') void refreshQueue();
+  }, QUEUE_POLL_MS);
 }
 
 /** @param {string} [reason] */
 function signOut(reason) {
   sessionStorage.removeItem(TOKEN_KEY);
+  if (queueTimer !== null) clearInterval(queueTimer);
+  queueTimer = null;
   consoleView.hidden = true;
   signin.hidden = false;
   signinMessage.textContent = reason || '';
@@ -88,6 +97,11 @@ function showTab(name) {
 
 window.addEventListener('hashchange', () => {
   if (!consoleView.hidden) showTab(currentTab());
+});
+
+// A page brought back into view reads the queue at once rather than at the next tick.
+document.addEventListener('visibilitychange', () => {
+  if (document.visibilityState === 'visible' && queueTimer !== null) void refreshQueue();
 });
 
 // Headings receive focus after an action removes the element that had it.

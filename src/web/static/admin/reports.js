@@ -1,8 +1,12 @@
-// The report queue: reports with their entries, accepted or dismissed a card at a time.
+// The report queue. The first page of open reports follows what happens without a reload: the page
+// re-reads it every few seconds while it is in view, with If-None-Match, so an unchanged queue costs
+// a 304; new reports appear, and reports resolved elsewhere leave, without moving the others.
 import { api } from './api.js';
 import { button, DATE, DATE_TIME, el, empty, entryQuote, say, stateTag } from './ui.js';
 import { byId } from '../lib/dom.js';
 
+/** How often the open queue is read again while the page is in view, in ms. */
+export const QUEUE_POLL_MS = 2000;
 const OPEN_QUEUE = '/api/v1/admin/reports?status=open';
 
 /** @type {Record<string, string>} */
@@ -19,8 +23,19 @@ const reasonLabels = JSON.parse(document.body.dataset.reasonLabels || '{}');
  * @property {{ uuid: string, text: string, state: string, timestamp: number }} entry
  */
 
-/** @type {string | null} */
+/**
+ * The next page of the list shown, and whether more than its first page is shown.
+ * @type {string | null}
+ */
 let reportNext = null;
+let pagedOn = false;
+/**
+ * The ETag of the open queue's first page as last read, and whether a read is under way.
+ * @type {string | null}
+ */
+let queueTag = null;
+let polling = false;
+
 /**
  * showCount puts the number of open reports on the tab: one page (100) is counted, beyond it "100+".
  * @param {AdminReport[]} open
@@ -51,16 +66,70 @@ export async function loadReports(more) {
   if (more) list.append(...cards);
   else if (cards.length === 0) empty(list, emptyText(status));
   else list.replaceChildren(...cards);
-  if (!more && status === 'open') showCount(reports, result.next !== null);
+  if (!more && status === 'open') {
+    queueTag = result.etag;
+    showCount(reports, result.next !== null);
+  }
+  pagedOn = more;
   reportNext = result.next;
   byId('report-more').hidden = reportNext === null;
   if (more && cards.length > 0) cards[0].querySelector('button')?.focus();
 }
 
-/** refreshCounts puts the number of open reports on the tab. */
-export async function refreshCounts() {
-  const result = await api('GET', OPEN_QUEUE);
-  if (result.ok) showCount(result.data, result.next !== null);
+/**
+ * refreshQueue reads the open queue's first page again, unless it is unchanged (a 304): it updates
+ * the tab's count and, when the open reports are shown, the list. `force` reads it whatever the ETag.
+ * @param {boolean} [force]
+ */
+export async function refreshQueue(force = false) {
+  if (polling) return;
+  polling = true;
+  try {
+    const result = await api('GET', OPEN_QUEUE, undefined, undefined, !force && queueTag !== null ? { 'if-none-match': queueTag } : {});
+    if (!result.ok) return;
+    queueTag = result.etag;
+    /** @type {AdminReport[]} */
+    const reports = result.data;
+    showCount(reports, result.next !== null);
+    const shown = !byId('reports').hidden && byId('report-status', HTMLSelectElement).value === 'open';
+    // Beyond the first page the list is the moderator's own reading; it stays until they reload it.
+    if (shown && !pagedOn) mergeQueue(reports, result.next);
+  } finally {
+    polling = false;
+  }
+}
+
+/**
+ * mergeQueue makes the list show `reports` (the queue's first page) while keeping the cards that did
+ * not change, so focus and reading place stay where they were.
+ * @param {AdminReport[]} reports
+ * @param {string | null} next
+ */
+function mergeQueue(reports, next) {
+  const list = byId('report-list');
+  /** @type {Map<string, HTMLElement>} */
+  const cards = new Map();
+  const wanted = new Set(reports.map((report) => report.id));
+  for (const card of [...list.children]) {
+    if (card instanceof HTMLElement && card.dataset.id !== undefined && wanted.has(card.dataset.id)) cards.set(card.dataset.id, card);
+    else card.remove();
+  }
+  let at = list.firstElementChild;
+  for (const report of reports) {
+    let card = cards.get(report.id);
+    if (card !== undefined && card.dataset.shows !== JSON.stringify(report)) {
+      const fresh = reportCard(report);
+      card.replaceWith(fresh);
+      if (at === card) at = fresh;
+      card = fresh;
+    }
+    card ??= reportCard(report);
+    if (card !== at) list.insertBefore(card, at);
+    at = card.nextElementSibling;
+  }
+  if (reports.length === 0) empty(list, emptyText('open'));
+  reportNext = next;
+  byId('report-more').hidden = reportNext === null;
 }
 
 /**
