@@ -67,8 +67,8 @@ export function servedName(relative: string): string {
   return relative.split('/').join('-');
 }
 
-/** The files under static/, as paths relative to it with `/`, hidden files left out. */
-function staticFiles(dir = STATIC_DIR, prefix = ''): string[] {
+/** The files under `dir`, as paths relative to it with `/`, hidden files left out. */
+function staticFiles(dir: string, prefix = ''): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     if (entry.name.startsWith('.') || NOT_SERVED.has(entry.name)) return [];
     const relative = prefix + entry.name;
@@ -80,8 +80,8 @@ function staticFiles(dir = STATIC_DIR, prefix = ''): string[] {
  * loadModules adds the scripts to `assets`, each after the modules it imports (which it names by
  * their versioned address). An import of a file that is not a script here, or a cycle, fails the start.
  */
-function loadModules(scripts: readonly string[], assets: Map<string, Asset>): void {
-  const sources = new Map(scripts.map((file) => [file, fs.readFileSync(path.join(STATIC_DIR, file), 'utf8')]));
+function loadModules(dir: string, scripts: readonly string[], assets: Map<string, Asset>): void {
+  const sources = new Map(scripts.map((file) => [file, fs.readFileSync(path.join(dir, file), 'utf8')]));
   const visiting = new Set<string>();
   const load = (file: string): Asset => {
     const done = assets.get(servedName(file));
@@ -107,14 +107,15 @@ function loadModules(scripts: readonly string[], assets: Map<string, Asset>): vo
   for (const file of scripts) load(file);
 }
 
-function loadAssets(): ReadonlyMap<string, Asset> {
+/** loadAssets reads the static files of `dir` (the site's own unless given), fonts and three.js. */
+export function loadAssets(dir = STATIC_DIR): ReadonlyMap<string, Asset> {
   const assets = new Map<string, Asset>();
-  const files = staticFiles();
+  const files = staticFiles(dir);
   const names = new Set(files.map(servedName));
   if (names.size !== files.length) throw new Error('Two static files would be served under the same name');
   const scripts = files.filter((file) => file.endsWith('.js'));
-  for (const file of files) if (!file.endsWith('.js')) assets.set(servedName(file), asset(file, fs.readFileSync(path.join(STATIC_DIR, file))));
-  loadModules(scripts, assets);
+  for (const file of files) if (!file.endsWith('.js')) assets.set(servedName(file), asset(file, fs.readFileSync(path.join(dir, file))));
+  loadModules(dir, scripts, assets);
   for (const [file, module] of Object.entries(FONTS)) assets.set(file, asset(file, fs.readFileSync(require.resolve(module))));
   for (const file of THREE_MODULES) assets.set(file, asset(file, fs.readFileSync(path.join(THREE_BUILD, file))));
   return assets;
