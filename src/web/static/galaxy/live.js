@@ -177,23 +177,23 @@ export function followChanges({ scene, stars, state, selection, view, since, sho
   async function resync() {
     try {
       const status = await fetch('/api/v1/nonsense/status', { headers: { accept: 'application/json' }, cache: 'no-store' });
-      last = status.ok ? (await status.json()).revision : null;
       const response = await fetch('/api/v1/nonsense/galaxy', { headers: { accept: 'text/csv' } });
-      if (response.ok) {
-        const list = parseStars(await response.text());
-        const now = new Set(list.uuids);
-        for (const uuid of stars.uuids.slice()) if (!now.has(uuid)) removeStar(uuid);
-        for (let k = 0; k < list.count; k++) {
-          const i = stars.index.get(list.uuids[k]);
-          const at = list.positions.subarray(k * 3, k * 3 + 3);
-          if (i === undefined) addStar(list.uuids[k], Array.from(at), list.sizes[k]);
-          else stars.place(i, at, list.sizes[k]);
-        }
-        scene.changed();
-        updated();
+      if (!status.ok || !response.ok) throw new Error(`The service answered ${status.status} and ${response.status}.`);
+      last = (await status.json()).revision;
+      const list = parseStars(await response.text());
+      const now = new Set(list.uuids);
+      for (const uuid of stars.uuids.slice()) if (!now.has(uuid)) removeStar(uuid);
+      for (let k = 0; k < list.count; k++) {
+        const i = stars.index.get(list.uuids[k]);
+        const at = list.positions.subarray(k * 3, k * 3 + 3);
+        if (i === undefined) addStar(list.uuids[k], Array.from(at), list.sizes[k]);
+        else stars.place(i, at, list.sizes[k]);
       }
-    } finally {
-      setTimeout(open, 0);
+      scene.changed();
+      updated();
+      open();
+    } catch {
+      setTimeout(() => void resync(), REOPEN_MS);
     }
   }
 

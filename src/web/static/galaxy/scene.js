@@ -98,6 +98,8 @@ export function createScene(THREE, stars, canvas) {
 
   let distance = 0;
   let renderPending = false;
+  /** Whether the stars' arrays changed since the last frame: they are uploaded once a frame at most. */
+  let starsChanged = false;
   /** @type {() => void} */
   let afterRender = () => {};
 
@@ -121,6 +123,7 @@ export function createScene(THREE, stars, canvas) {
       renderPending = true;
       requestAnimationFrame(() => {
         renderPending = false;
+        if (starsChanged) upload();
         camera.position.set(0, 0, distance);
         camera.lookAt(0, 0, 0);
         renderer.render(scene, camera);
@@ -143,12 +146,9 @@ export function createScene(THREE, stars, canvas) {
       geometry.setAttribute('highlight', new THREE.BufferAttribute(stars.highlight, 1));
       view.changed();
     },
-    /** changed uploads the stars' arrays again and draws: after stars were added, moved or removed. */
+    /** changed uploads the stars' arrays again with the next frame: after stars were added, moved or removed. */
     changed() {
-      for (const name of ['position', 'starColor', 'size', 'highlight']) geometry.getAttribute(name).needsUpdate = true;
-      geometry.setDrawRange(0, stars.count);
-      // The raycaster and the frustum test read the bounds, which three.js computes once.
-      geometry.computeBoundingSphere();
+      starsChanged = true;
       view.render();
     },
     /**
@@ -184,6 +184,14 @@ export function createScene(THREE, stars, canvas) {
       view.render();
     },
   };
+  function upload() {
+    starsChanged = false;
+    for (const name of ['position', 'starColor', 'size', 'highlight']) geometry.getAttribute(name).needsUpdate = true;
+    geometry.setDrawRange(0, stars.count);
+    // The raycaster and the frustum test read the bounds, which three.js computes once.
+    geometry.computeBoundingSphere();
+  }
+
   dark.addEventListener('change', () => view.theme());
   new ResizeObserver(() => view.resize()).observe(canvas);
   return view;
