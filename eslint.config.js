@@ -6,7 +6,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', '.dist-*/', 'node_modules/', 'coverage/', 'src/web/static/', 'test/odata/consumer-browser.js', 'docs/', 'eslint.config.js'] },
+  { ignores: ['dist/', '.dist-*/', 'node_modules/', 'coverage/', 'test/odata/consumer-browser.js', 'docs/', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -25,6 +25,31 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js'],
+    ignores: ['src/web/static/**'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', performance: 'readonly' } },
+  },
+  // The site's browser scripts: ES modules in the page, with the browser's globals (their types are
+  // checked by src/web/static/tsconfig.json); nothing of Node.
+  {
+    files: ['src/web/static/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      parserOptions: { project: './src/web/static/tsconfig.json', tsconfigRootDir: import.meta.dirname },
+      globals: Object.fromEntries(
+        [
+          'window', 'document', 'location', 'navigator', 'sessionStorage', 'fetch', 'Response', 'URL', 'URLSearchParams', 'FormData', 'Blob',
+          'EventSource', 'ResizeObserver', 'requestAnimationFrame', 'getComputedStyle', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval',
+          'Intl', 'CSS', 'Node', 'Text', 'Element', 'HTMLElement', 'HTMLAnchorElement', 'HTMLButtonElement', 'HTMLCanvasElement', 'HTMLDialogElement',
+          'HTMLFormElement', 'HTMLImageElement', 'HTMLInputElement', 'HTMLSelectElement', 'HTMLTextAreaElement', 'HTMLTimeElement',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+    rules: {
+      // As for the TypeScript: a promise nobody awaits or hands on is marked with `void`.
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false } }],
+      eqeqeq: 'error',
+      'no-implicit-globals': 'error',
+    },
   },
 );

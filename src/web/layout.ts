@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { badgeLetter } from '../domain/display-text.ts';
 import { EMOJI_NAME_SOURCE } from '../domain/emojis.ts';
 import { notModified } from '../http/cache.ts';
-import { assetUrl } from './assets.ts';
+import { assetUrl, moduleImports } from './assets.ts';
 import { html, type SafeHtml } from './html.ts';
 
 /**
@@ -36,7 +36,7 @@ export interface PageOptions {
   /** The navigation item to mark as the current page. */
   current: Section;
   main: SafeHtml;
-  /** Static script files, loaded deferred, after common.js (what they share). */
+  /** The page's script modules (static files); what they import is preloaded beside them. */
   scripts?: readonly string[];
   description?: string;
   /** data-* attributes of <body>: settings for the scripts (never markup). */
@@ -59,7 +59,7 @@ export function page({ title, appName, current, main, scripts = [], description,
 ${description ? html`<meta name="description" content="${description}">` : ''}
 <link rel="icon" href="${assetUrl('icon.svg')}" type="image/svg+xml">
 <link rel="stylesheet" href="${assetUrl('site.css')}">
-${(scripts.length > 0 ? ['common.js', ...scripts] : []).map((file) => html`<script src="${assetUrl(file)}" defer></script>\n`)}</head>
+${scripts.map((file) => html`<script type="module" src="${assetUrl(file)}"></script>\n`)}${[...new Set(scripts.flatMap(moduleImports))].map((file) => html`<link rel="modulepreload" href="${assetUrl(file)}">\n`)}</head>
 <body${attributes}>
 <a class="skip-link" href="#main">Skip to content</a>
 <header class="site-header">

@@ -42,6 +42,20 @@ describe('the public API through the generated client', () => {
     expect(jpeg.error?.detail).toContain('PNG only');
   });
 
+  it('follows the changes from the status revision, and hears why a revision ahead of it is refused', async () => {
+    const status = (await api.GET('/api/v1/nonsense/status')).data!;
+    const since = status.revision - 5;
+    const page = await api.GET('/api/v1/nonsense/changes', { params: { query: { since, limit: 2 } } });
+    expect(page.data!.revision).toBe(status.revision);
+    const revisions = page.data!.changes.map((change) => change.revision);
+    expect(revisions).toHaveLength(2);
+    expect(revisions[0]).toBeGreaterThan(since);
+    expect(revisions[1]).toBeGreaterThan(revisions[0]!);
+    expect(page.response.headers.get('link')).toMatch(/rel="next"/);
+    const ahead = await api.GET('/api/v1/nonsense/events', { params: { query: { since: status.revision + 1 } } });
+    expect(ahead.error).toMatchObject({ status: 400, parameter: 'since' });
+  });
+
   it('gets the share image from its own path', async () => {
     const png = await api.GET('/api/v1/nonsense/{id}.png', { params: { path: { id: known.uuid } }, parseAs: 'arrayBuffer' });
     expect(png.response.headers.get('content-type')).toBe('image/png');

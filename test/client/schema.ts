@@ -437,7 +437,7 @@ export interface paths {
         };
         /**
          * Reports with their entries, oldest first
-         * @description A page at a time: the next page is in the `Link` header.
+         * @description A page at a time: the next page is in the `Link` header. The answer has a weak `ETag` of its content and answers `If-None-Match` with 304, so a moderation page that reads the open queue again every few seconds costs little while it is unchanged (reports are no public change: they are not in the change feed).
          */
         get: operations["getAdminReports"];
         put?: never;
@@ -3245,6 +3245,7 @@ export interface operations {
                     Link: components["headers"]["Link"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3286,6 +3287,16 @@ export interface operations {
                         };
                     }[];
                 };
+            };
+            /** @description Not modified: the copy named by `If-None-Match` is current. */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request is not valid: the detail names the parameter or field (also in `parameter` or `field`). */
             400: {

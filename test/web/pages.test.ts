@@ -89,8 +89,16 @@ describe('web pages', () => {
     it('links only static files that exist, and serves them with ETag and long caching when versioned', async () => {
       const html = (await t.app.inject('/admin')).body;
       const links = [...html.matchAll(/(?:src|href)="(\/static\/[^"]+)"/g)].map((m) => m[1]!);
-      // The icon, the stylesheet, the shared script and the page's own.
-      expect(links.map((link) => link.replace(/\?v=[0-9a-f]+$/, ''))).toEqual(['/static/icon.svg', '/static/site.css', '/static/common.js', '/static/admin.js']);
+      // The icon, the stylesheet, the page's script module and, preloaded, the modules it imports.
+      expect(links.map((link) => link.replace(/\?v=[0-9a-f]+$/, ''))).toEqual([
+        '/static/icon.svg',
+        '/static/site.css',
+        '/static/admin.js',
+        ...['api', 'catalog', 'entries', 'log', 'reports', 'ui'].map((name) => `/static/admin-${name}.js`),
+        '/static/lib-dom.js',
+      ]);
+      expect(html).toContain(`<script type="module" src="${links[2]}"></script>`);
+      expect(html.match(/<link rel="modulepreload" href="[^"]+">/g)).toHaveLength(links.length - 3);
       for (const link of links) {
         const res = await t.app.inject(link);
         expect(res.statusCode).toBe(200);
@@ -98,6 +106,17 @@ describe('web pages', () => {
         const again = await t.app.inject({ url: link, headers: { 'if-none-match': res.headers.etag as string } });
         expect(again.statusCode).toBe(304);
       }
+      // A module names each module it imports by its versioned address, served and cacheable alike.
+      const script = await t.app.inject(links[2]!);
+      const imports = [...script.body.matchAll(/^import [^']*'\.\/([^']+)'/gm)].map((m) => `/static/${m[1]!}`);
+      expect(imports.length).toBeGreaterThan(3);
+      for (const link of imports) {
+        expect(link).toMatch(/\.js\?v=[0-9a-f]{16}$/);
+        expect(links).toContain(link);
+      }
+      // Its hash covers those of what it imports: the link of the page changes with any of them.
+      expect(script.headers.etag).toBe(`"${links[2]!.split('?v=')[1]}"`);
+      expect(script.body).not.toMatch(/from '\.\.?\/[^']*\.js'/);
       const font = await t.app.inject('/static/noto-sans-400.ttf');
       expect(font.headers['content-type']).toBe('font/ttf');
       expect(font.headers['cache-control']).toBe('public, max-age=300, must-revalidate');

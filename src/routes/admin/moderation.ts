@@ -1,11 +1,13 @@
 /** Admin: the report queue and the moderation log. */
+import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { encodeReportCursor, parseReportCursor } from '../../domain/reports.ts';
+import { notModified } from '../../http/cache.ts';
 import { nextPageLink } from '../../plugins/links.ts';
 import { badRequest, HttpProblem, notFound } from '../../plugins/problem.ts';
 import { DEFAULT_PAGE_SIZE, LogQuery, LogRecord, NEXT_PAGE_HEADERS, Report, ReportIdParams, ReportQuery, ReportWithEntry } from '../../schemas/admin.ts';
-import { problemResponses } from '../../schemas/api.ts';
+import { NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
 import type { Report as StoredReport, Resolution } from '../../storage/reports.ts';
 
 /** The API's report: times as `createdAt`/`resolvedAt`, in Unix seconds like every time in the API. */
@@ -27,10 +29,12 @@ const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Reports with their entries, oldest first',
-        description: 'A page at a time: the next page is in the `Link` header.',
+        description:
+          'A page at a time: the next page is in the `Link` header. The answer has a weak `ETag` of its content and answers `If-None-Match` with 304, so a moderation page ' +
+          'that reads the open queue again every few seconds costs little while it is unchanged (reports are no public change: they are not in the change feed).',
         tags: ['admin'],
         querystring: ReportQuery,
-        response: { 200: Type.Array(ReportWithEntry, { description: 'A page of reports', headers: NEXT_PAGE_HEADERS }), ...problemResponses(400) },
+        response: { 200: Type.Array(ReportWithEntry, { description: 'A page of reports', headers: NEXT_PAGE_HEADERS }), ...NOT_MODIFIED, ...problemResponses(400) },
       },
     },
     async (request, reply) => {
@@ -38,8 +42,13 @@ const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const after = cursor === undefined ? undefined : parseReportCursor(cursor);
       if (after === null) throw badRequest('The parameter "cursor" is not one this service gave out; follow the `Link` header of the previous page.', { parameter: 'cursor' });
       const page = await reports.page(status, { limit, ...(after ? { after } : {}) });
-      if (page.next !== null) reply.header('link', nextPageLink(request, encodeReportCursor(page.next)));
-      return page.reports.map(apiReport);
+      const link = page.next === null ? '' : nextPageLink(request, encodeReportCursor(page.next));
+      if (link !== '') reply.header('link', link);
+      const body = page.reports.map(apiReport);
+      // Reports change no revision, so the tag is the page's content (and where the next one starts).
+      const tag = createHash('sha256').update(JSON.stringify(body)).update(link).digest('base64url').slice(0, 22);
+      if (notModified(request, reply, `W/"q${tag}"`, 'no-store')) return reply;
+      return body;
     },
   );
 
