@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { registry, renderMetrics, requestMetrics, watchDatabase } from '../metrics/registry.ts';
 import type { RouteSeries } from '../metrics/requests.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem } from '../http/problem.ts';
 
 export const METRICS_PATH = '/metrics';
 

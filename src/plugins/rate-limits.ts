@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
 import type { RateLimit } from '../config.ts';
 import { rateLimited, watchCache } from '../metrics/registry.ts';
 import { problemResponse } from '../schemas/api.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem } from '../http/problem.ts';
 import type { Admission } from './fast-lane.ts';
 import { budgetedStore, COUNTER_BYTES, type BudgetedStore } from './rate-limit-store.ts';
 

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { pendingMigrations, ping } from '../db/database.ts';
-import { sendProblem } from '../plugins/problem.ts';
+import { sendProblem } from '../plugins/send-problem.ts';
 
 const Health = Type.Object({ status: Type.Literal('ok') });
 

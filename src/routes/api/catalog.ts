@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { EMOJI_NAME_SOURCE, IMAGE_EXTENSIONS, type ImageType } from '../../domain/emojis.ts';
 import { CLIENT_VARIABLES } from '../../domain/variables.ts';
 import { notModified, revisionTag } from '../../http/cache.ts';
-import { notFound } from '../../plugins/problem.ts';
+import { notFound } from '../../http/problem.ts';
 import { Emoji, EmojiImageParams, NOT_MODIFIED, problemResponses, Variable } from '../../schemas/api.ts';
 import { compareCodePoints } from '../../storage/variables.ts';
 import { absoluteBase } from '../../plugins/links.ts';

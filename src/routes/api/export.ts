@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { exportSelection } from '../../domain/export-params.ts';
 import { EXPORT_CONTENT_TYPES, EXPORT_PAGE_SIZE, readAhead, serializeExport } from '../../formats/export.ts';
 import { notModified } from '../../http/cache.ts';
-import { badRequest } from '../../plugins/problem.ts';
+import { badRequest } from '../../http/problem.ts';
 import { ExportCsv, ExportQuery, ExportTxt, Entries, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
 import { headersOf } from '../../schemas/headers.ts';
 

@@ -5,7 +5,7 @@ import { Type, type TSchema } from 'typebox';
 import { GALAXY_CONTENT_TYPES, GALAXY_FORMATS } from '../../formats/galaxy.ts';
 import { watchCache } from '../../metrics/registry.ts';
 import { notModified } from '../../http/cache.ts';
-import { HttpProblem } from '../../plugins/problem.ts';
+import { HttpProblem } from '../../http/problem.ts';
 import { GalaxyPoint, problemResponses } from '../../schemas/api.ts';
 import { GalaxyBodies } from '../../services/galaxy/serve.ts';
 

@@ -10,7 +10,8 @@ import { Type } from 'typebox';
 import { uuidSegment } from '../../domain/uuid.ts';
 import { shareImageRefused } from '../../metrics/registry.ts';
 import { notModified } from '../../http/cache.ts';
-import { notFound, sendProblem } from '../../plugins/problem.ts';
+import { notFound } from '../../http/problem.ts';
+import { sendProblem } from '../../plugins/send-problem.ts';
 import { CardQueueFull, CardUnavailable, RenderAborted } from '../../services/cards/index.ts';
 
 import { EntryPathParams, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';

@@ -16,7 +16,7 @@ import { IMAGE_EXTENSIONS, scanCustomEmojis, type ImageType } from '../../domain
 import { parseUuid } from '../../domain/uuid.ts';
 import { CARD_HEIGHT, CARD_WIDTH } from '../../formats/share-image/card.ts';
 import { notModified } from '../../http/cache.ts';
-import { badRequest, notFound } from '../../plugins/problem.ts';
+import { badRequest, notFound } from '../../http/problem.ts';
 import { assetUrl } from '../../web/assets.ts';
 import { escapeHtml } from '../../web/html.ts';
 import { absoluteBase } from '../../plugins/links.ts';

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { notModified } from '../../http/cache.ts';
-import { notFound } from '../../plugins/problem.ts';
+import { notFound } from '../../http/problem.ts';
 import { ASSETS } from '../../web/assets.ts';
 import { faviconIco } from '../../web/favicon.ts';
 import { pageHeaders } from '../../web/layout.ts';
