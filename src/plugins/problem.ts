@@ -1,8 +1,8 @@
 /**
  * Errors, in one place: every error is classified once (classifyError) and leaves with a detail a
- * person can act on, in its path's format (send-problem.ts: problem+json, or the site's page for a
- * browser). Unknown paths are 404, known paths with another method 405 with `Allow`. A 5xx is logged
- * with its request id and its details stay inside the process.
+ * person can act on, in the format of its route's class (send-problem.ts: problem+json, or the site's
+ * page for a browser). Unknown paths are 404, known paths with another method 405 with `Allow`. A 5xx
+ * is logged with its request id and its details stay inside the process.
  */
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
