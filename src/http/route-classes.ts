@@ -115,9 +115,14 @@ export function routeClassOf(route: RouteOptions): RouteClass {
 export const BY_UUID_ROUTE = '/api/v1/nonsense/:id';
 const PNG = /\.png$/i;
 
-/** mayAnswerImage tells whether a route's requests may be in the share-image class (requestClass decides per request). */
+/** mayAnswerImage tells whether a route's requests may be in the share-image class (namesImage decides per request). */
 export function mayAnswerImage(route: RouteOptions): boolean {
   return route.url === BY_UUID_ROUTE;
+}
+
+/** namesImage tells whether a request to a route that mayAnswerImage names a share image. */
+export function namesImage(request: FastifyRequest): boolean {
+  return PNG.test((request.params as { id?: string } | undefined)?.id ?? '');
 }
 
 /**
@@ -127,6 +132,6 @@ export function mayAnswerImage(route: RouteOptions): boolean {
 export function requestClass(request: FastifyRequest, options = request.routeOptions): RouteClass {
   const routeClass = options.config?.routeClass;
   if (routeClass === undefined) return classOfUrl(request.url);
-  if (options.url === BY_UUID_ROUTE && PNG.test((request.params as { id?: string } | undefined)?.id ?? '')) return 'share-image';
+  if (options.url === BY_UUID_ROUTE && namesImage(request)) return 'share-image';
   return routeClass;
 }

@@ -13,7 +13,7 @@ import type { RateLimit } from '../config.ts';
 import { rateLimited, watchCache } from '../metrics/registry.ts';
 import { problemResponse } from '../schemas/api.ts';
 import { HttpProblem } from '../http/problem.ts';
-import { mayAnswerImage, requestClass, ROUTE_CLASSES, routeClassOf } from '../http/route-classes.ts';
+import { mayAnswerImage, namesImage, ROUTE_CLASSES, routeClassOf } from '../http/route-classes.ts';
 import type { Admission } from './fast-lane.ts';
 import { budgetedStore, COUNTER_BYTES, type BudgetedStore } from './rate-limit-store.ts';
 
@@ -44,14 +44,14 @@ export function describeWindow(ms: number): string {
 }
 
 /**
- * imageOrRead is the limit of a route some of whose requests are share images (requestClass): the
+ * imageOrRead is the limit of a route some of whose requests are share images (namesImage): the
  * image budget for those, else the read budget. A callback hook that returns at once when the chosen
  * budget is off (the hot path of an entry by UUID with RATE_LIMIT_READ=off pays no promise for it).
  */
 function imageOrRead(image: Limiter | undefined, read: Limiter | undefined): onRequestHookHandler | undefined {
   if (image === undefined && read === undefined) return undefined;
   return (request, reply, done) => {
-    const limit = requestClass(request) === 'share-image' ? image : read;
+    const limit = namesImage(request) ? image : read;
     if (limit === undefined) done();
     else limit(request, reply).then(() => done(), done);
   };
