@@ -39,6 +39,13 @@ export default {
       to: {},
     },
     {
+      name: 'layer-unknown-import',
+      comment: 'every module of src/ belongs to a layer: add a new folder to LAYERS in .dependency-cruiser.mjs and to src/README.md',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^src/', pathNot: ALL },
+    },
+    {
       name: 'domain-is-pure',
       comment: 'domain/ holds pure rules: it imports nothing of the service outside domain/',
       severity: 'error',
