@@ -7,7 +7,6 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import accessLog, { logDestination } from './plugins/access-log.ts';
-import { adminAuth } from './plugins/admin-auth.ts';
 import docs from './plugins/docs.ts';
 import fairShare from './plugins/fair-share.ts';
 import { FastLane } from './plugins/fast-lane.ts';
@@ -15,23 +14,17 @@ import head from './plugins/head.ts';
 import headers, { requestId, setCommonHeaders } from './plugins/headers.ts';
 import metrics from './plugins/metrics.ts';
 import overload from './plugins/overload.ts';
-import problem, { problemBody, PROBLEM_CONTENT_TYPE, sendProblem } from './plugins/problem.ts';
+import problem from './plugins/problem.ts';
+import { problemBody, PROBLEM_CONTENT_TYPE } from './http/problem-json.ts';
+import { sendProblem } from './plugins/send-problem.ts';
 import rateLimits from './plugins/rate-limits.ts';
 import { buildSerializer } from './schemas/serializer.ts';
 import { compileRequestSchema } from './schemas/validator.ts';
-import adminCatalogRoutes from './routes/admin/catalog.ts';
-import adminEntryRoutes from './routes/admin/entries.ts';
-import moderationRoutes from './routes/admin/moderation.ts';
-import adminSearchRoutes from './routes/admin/search.ts';
-import catalogRoutes from './routes/api/catalog.ts';
-import eventsRoutes from './routes/api/events.ts';
-import exportRoutes from './routes/api/export.ts';
-import galaxyRoutes from './routes/api/galaxy.ts';
-import nonsenseRoutes from './routes/api/nonsense.ts';
-import reportRoutes from './routes/api/report.ts';
-import shareImageRoutes from './routes/api/share-image.ts';
+import { assignRouteClass, classOfUrl } from './http/route-classes.ts';
+import adminRoutes from './routes/admin/index.ts';
+import apiRoutes from './routes/api/index.ts';
 import healthRoutes from './routes/health.ts';
-import { isODataUrl, ODATA_PREFIX, sendODataError } from './routes/odata/errors.ts';
+import { ODATA_PREFIX, sendODataError } from './routes/odata/errors.ts';
 import odataRoutes from './routes/odata/index.ts';
 import siteRoutes from './routes/site/index.ts';
 import sharePageRoutes from './routes/site/share-page.ts';
@@ -91,7 +84,7 @@ export async function buildApp({ config, storage, cards, logger, readWorkers = t
       setCommonHeaders(reply, request.id);
       const [status, detail] = tooLong ? [414, 'A path segment is too long.'] : [400, 'The URL is not valid: it has broken percent-encoding.'];
       // Under /odata/v2 in the OData error format, as every answer there.
-      void (isODataUrl(request.url) ? sendODataError(request, reply, status, detail) : sendProblem(reply, status, detail));
+      void (classOfUrl(request.url) === 'odata' ? sendODataError(request, reply, status, detail) : sendProblem(reply, status, detail));
     },
     // Malformed HTTP (bad request line, oversized headers) still gets problem+json.
     clientErrorHandler: (error, socket) => {
@@ -111,6 +104,9 @@ export async function buildApp({ config, storage, cards, logger, readWorkers = t
   // Every request schema validates with the service's own Ajv settings (schemas/validator.ts).
   app.setValidatorCompiler(compileRequestSchema);
 
+  // Before any other onRoute hook: the rate limits, the error handler and the metrics read each
+  // route's class (http/route-classes.ts).
+  app.addHook('onRoute', assignRouteClass);
   app.decorate('config', config);
   app.decorate('storage', storage);
   app.decorate('fastLane', lane);
@@ -150,28 +146,8 @@ export async function buildApp({ config, storage, cards, logger, readWorkers = t
   await app.register(healthRoutes);
   await app.register(sharePageRoutes);
   await app.register(siteRoutes);
-  await app.register(
-    async (api) => {
-      await api.register(nonsenseRoutes);
-      await api.register(eventsRoutes);
-      await api.register(shareImageRoutes);
-      await api.register(catalogRoutes);
-      await api.register(exportRoutes);
-      await api.register(galaxyRoutes);
-      await api.register(reportRoutes);
-    },
-    { prefix: '/api/v1' },
-  );
-  await app.register(
-    async (admin) => {
-      adminAuth(admin);
-      await admin.register(adminEntryRoutes);
-      await admin.register(adminCatalogRoutes);
-      await admin.register(moderationRoutes);
-      await admin.register(adminSearchRoutes);
-    },
-    { prefix: '/api/v1/admin' },
-  );
+  await app.register(apiRoutes, { prefix: '/api/v1' });
+  await app.register(adminRoutes, { prefix: '/api/v1/admin' });
   await app.register(odataRoutes, { prefix: ODATA_PREFIX });
   return app;
 }

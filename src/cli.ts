@@ -13,7 +13,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate, openDatabase } from './db/database.ts';
 import { loadDemo } from './demo/load-demo.ts';
 import { EXPORT_FORMATS, exportSelection, type ExportParams } from './domain/export-params.ts';
-import { describeValidation } from './plugins/problem.ts';
+import { describeValidation } from './schemas/validation-wording.ts';
 import { ExportQuery } from './schemas/api.ts';
 import { compileRequestSchema } from './schemas/validator.ts';
 import { EXPORT_PAGE_SIZE, serializeExport } from './formats/export.ts';

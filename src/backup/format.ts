@@ -26,7 +26,7 @@ import { REPORT_REASONS } from '../domain/reports.ts';
 import { checkDetails, checkEntryText, checkLine, MAX_DETAILS_LENGTH } from '../domain/text.ts';
 import { parseUuid } from '../domain/uuid.ts';
 import { serverVariableProblem } from '../domain/variables.ts';
-import { describeValidation } from '../plugins/problem.ts';
+import { describeValidation } from '../schemas/validation-wording.ts';
 import { VariableBody } from '../schemas/admin.ts';
 import { MAX_TIMESTAMP } from '../schemas/api.ts';
 import { compileRequestSchema, type RequestValidator } from '../schemas/validator.ts';

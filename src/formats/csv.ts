@@ -5,7 +5,7 @@
  * with a quote gets one too, so that the import, which removes exactly one such prefix, restores
  * every text exactly.
  */
-import type { DeliveredEntry } from './entry.ts';
+import type { DeliveredEntry } from '../domain/delivered-entry.ts';
 
 export const CSV_COLUMNS = ['uuid', 'nonsense', 'original_nonsense', 'timestamp'] as const;
 

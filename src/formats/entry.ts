@@ -1,25 +1,10 @@
-/** The public shape of an entry, `{ uuid, nonsense, original_nonsense?, timestamp }`, shared by every JSON output. */
-import { isAscii } from '../domain/text.ts';
-import { mathRandomPick, splitVariables, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
-import type { EntryRecord } from '../domain/records.ts';
-
-export interface DeliveredEntry {
-  uuid: string;
-  nonsense: string;
-  original_nonsense?: string;
-  timestamp: number;
-}
-
 /**
- * deliverEntry substitutes the server variables of a stored entry; `original_nonsense` is present
- * exactly when the raw text contains a known variable.
+ * The JSON of an entry as every JSON output writes it: the public shape (domain/delivered-entry.ts)
+ * prepared ahead of the requests for it.
  */
-export function deliverEntry(entry: EntryRecord, variables: ServerVariables, pick: PickIndex = mathRandomPick): DeliveredEntry {
-  const { text, hasVariables } = substitute(entry.text, variables, pick);
-  return hasVariables
-    ? { uuid: entry.uuid, nonsense: text, original_nonsense: entry.text, timestamp: entry.timestamp }
-    : { uuid: entry.uuid, nonsense: text, timestamp: entry.timestamp };
-}
+import { isAscii } from '../domain/text.ts';
+import { mathRandomPick, splitVariables, type PickIndex, type ServerVariables } from '../domain/variables.ts';
+import type { EntryRecord } from '../domain/records.ts';
 
 /** The media type of an entry's JSON. */
 export const ENTRY_JSON_TYPE = 'application/json; charset=utf-8';

@@ -6,7 +6,7 @@ import type { ExportFormat } from '../domain/export-params.ts';
 import { seededPick, substitute, type PickIndex, type ServerVariables } from '../domain/variables.ts';
 import type { EntryRecord } from '../domain/records.ts';
 import { CSV_HEADER, csvRecord } from './csv.ts';
-import { deliverEntry } from './entry.ts';
+import { deliverEntry } from '../domain/delivered-entry.ts';
 
 /**
  * Entries read per page of an export. Each page is one query and one chunk of the file, and between

@@ -8,6 +8,7 @@
  * which evaluates the condition as it stands (RFC 9110 §13.1.2, §13.2.1). fetch() sends both with every
  * request whose script sets `If-None-Match` itself: a page or a script revalidating by hand gets its 304.
  */
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 const SPACE = 0x20;
@@ -101,7 +102,20 @@ export function notModified(request: FastifyRequest, reply: FastifyReply, etag: 
   return true;
 }
 
-/** revisionTag is the weak ETag of a response derived only from the database revision. */
+/**
+ * revisionTag is the weak ETag of a response derived from the database revision and, in `variant`,
+ * everything else the answer depends on (query, format, host).
+ */
 export function revisionTag(revision: number, variant = ''): string {
   return `W/"r${revision}${variant ? `-${variant}` : ''}"`;
+}
+
+/** strongTag is the strong ETag of exact bytes named by `id` (a hash or key of them). */
+export function strongTag(id: string): string {
+  return `"${id}"`;
+}
+
+/** contentTag is the strong ETag of a body made in memory: the start of its SHA-256. */
+export function contentTag(body: string | Buffer): string {
+  return strongTag(createHash('sha256').update(body).digest('hex').slice(0, 32));
 }

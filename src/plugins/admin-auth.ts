@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { problemResponse } from '../schemas/api.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem } from '../http/problem.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

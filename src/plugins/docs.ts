@@ -24,7 +24,7 @@ import { setImmediate as giveWay } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { absoluteBase, baseUrlOf, varyOnHost } from './links.ts';
-import { notFound } from './problem.ts';
+import { notFound } from '../http/problem.ts';
 import { PROBLEM_SCHEMA_ID } from '../schemas/api.ts';
 import { RESPONSE_HEADERS, type ResponseHeaderName } from '../schemas/headers.ts';
 import { ODATA_COMPONENTS, ODATA_PATHS } from '../schemas/odata.ts';

@@ -23,7 +23,7 @@ import fp from 'fastify-plugin';
 import type { TimeBudget } from '../config.ts';
 import { heavyRefused } from '../metrics/registry.ts';
 import { problemResponse } from '../schemas/api.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem } from '../http/problem.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -3,7 +3,8 @@
  * and the per-request figures this plugin records: latency and count by method, route pattern and
  * status, and the requests in flight. Routes are labelled by their pattern (`/api/v1/nonsense/:id`),
  * never the raw URL, so the number of series stays bounded whatever clients send; unknown paths share
- * the label `unmatched`. With METRICS_TOKEN set the endpoint needs `Authorization: Bearer <token>`.
+ * the label `unmatched`, and a share image asked through another route (http/route-classes.ts,
+ * requestClass) gets its route's label with `.png`. With METRICS_TOKEN set the endpoint needs `Authorization: Bearer <token>`.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
@@ -12,12 +13,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { registry, renderMetrics, requestMetrics, watchDatabase } from '../metrics/registry.ts';
 import type { RouteSeries } from '../metrics/requests.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem } from '../http/problem.ts';
+import { requestClass } from '../http/route-classes.ts';
 
 export const METRICS_PATH = '/metrics';
-
-const ID_ROUTE = '/api/v1/nonsense/:id';
-const PNG = /\.png$/i;
 
 // What the 'close' listener needs, kept on the response itself so that one shared listener serves
 // every request (no closure per request).
@@ -40,9 +39,10 @@ export function routeSeries(method: string, label: string): RouteSeries {
 
 /** routeOf is the series of the route that answers; the share image gets its own, as it costs far more. */
 function routeOf(request: FastifyRequest): RouteSeries {
-  const route = request.routeOptions.url;
+  const options = request.routeOptions;
+  const route = options.url;
   if (route === undefined) return routeSeries(request.method, 'unmatched');
-  if (route === ID_ROUTE && PNG.test((request.params as { id?: string }).id ?? '')) return routeSeries(request.method, `${ID_ROUTE}.png`);
+  if (options.config.routeClass !== 'share-image' && requestClass(request, options) === 'share-image') return routeSeries(request.method, `${route}.png`);
   return routeSeries(request.method, route);
 }
 

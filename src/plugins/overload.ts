@@ -16,7 +16,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { overloaded } from '../metrics/registry.ts';
 import { METRICS_PATH } from './metrics.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem } from '../http/problem.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -2,8 +2,8 @@
  * Per-address rate limits (docs/decisions.md, "Rate limits"), with @fastify/rate-limit: one budget for every
  * public GET and HEAD (RATE_LIMIT_READ), one for share images (RATE_LIMIT_IMAGE), one for reports
  * (RATE_LIMIT_REPORT). Counters live in this process, or in Redis when REDIS_URL is set so that every
- * instance shares them. Routes are classified here, as they are added, not one by one: by the route
- * a request matched (so `%2Epng` is charged like `.png`), never by its raw URL.
+ * instance shares them. Each route spends the budget of its class (http/route-classes.ts), decided as
+ * it is added: by the route a request matched (so `%2Epng` is charged like `.png`), never by its raw URL.
  */
 import rateLimit, { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
@@ -12,7 +12,8 @@ import type { Redis } from 'ioredis';
 import type { RateLimit } from '../config.ts';
 import { rateLimited, watchCache } from '../metrics/registry.ts';
 import { problemResponse } from '../schemas/api.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem } from '../http/problem.ts';
+import { mayAnswerImage, namesImage, ROUTE_CLASSES, routeClassOf } from '../http/route-classes.ts';
 import type { Admission } from './fast-lane.ts';
 import { budgetedStore, COUNTER_BYTES, type BudgetedStore } from './rate-limit-store.ts';
 
@@ -29,23 +30,6 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Routes outside the read budget: health checks and metrics (probes must never be refused), fixed
- * documents served from memory (static assets, the API description and its reference page), and the
- * admin API (bearer tokens; limiting it per address would let one client lock moderators out).
- */
-const UNLIMITED = [/^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/static\//, /^\/favicon/, /^\/openapi\.json$/, /^\/docs(\/|$)/, /^\/api\/v1\/admin(\/|$)/];
-
-/** isPublicRead tells whether a GET or HEAD route spends the read budget: every page and API read but the ones above. */
-export function isPublicRead(url: string): boolean {
-  return !UNLIMITED.some((pattern) => pattern.test(url));
-}
-
-/** The share image has its own route; `<uuid>.PNG` reaches the by-UUID route (a 404) but is charged like an image. */
-const SHARE_IMAGE_ROUTE = '/api/v1/nonsense/:id.png';
-const BY_UUID_ROUTE = '/api/v1/nonsense/:id';
-const isShareImage = (request: FastifyRequest) => /\.png$/i.test((request.params as { id?: string } | undefined)?.id ?? '');
-
 const UNITS = [
   [3_600_000, 'hour'],
   [60_000, 'minute'],
@@ -60,14 +44,14 @@ export function describeWindow(ms: number): string {
 }
 
 /**
- * imageOrRead is the by-UUID route's limit: the image budget for `<uuid>.PNG`, else the read budget.
- * A callback hook that returns at once when the chosen budget is off (the hot path of an entry by
- * UUID with RATE_LIMIT_READ=off pays no promise for it).
+ * imageOrRead is the limit of a route some of whose requests are share images (namesImage): the
+ * image budget for those, else the read budget. A callback hook that returns at once when the chosen
+ * budget is off (the hot path of an entry by UUID with RATE_LIMIT_READ=off pays no promise for it).
  */
 function imageOrRead(image: Limiter | undefined, read: Limiter | undefined): onRequestHookHandler | undefined {
   if (image === undefined && read === undefined) return undefined;
   return (request, reply, done) => {
-    const limit = isShareImage(request) ? image : read;
+    const limit = namesImage(request) ? image : read;
     if (limit === undefined) done();
     else limit(request, reply).then(() => done(), done);
   };
@@ -155,15 +139,16 @@ export default fp(
     app.addHook('onRoute', (route) => {
       // HEAD routes are added beside their GET (and `.png` HEADs render a card too), so they are charged alike.
       const methods = ([] as string[]).concat(route.method);
-      if (!methods.some((method) => method === 'GET' || method === 'HEAD') || !isPublicRead(route.url)) return;
+      const { budget } = ROUTE_CLASSES[routeClassOf(route)];
+      if (!methods.some((method) => method === 'GET' || method === 'HEAD') || budget === null) return;
       // The API description says so whether or not the limits are on in this deployment.
       if (route.schema !== undefined && !route.schema.hide) {
         route.schema = { ...route.schema, response: { ...(route.schema.response as Record<string, unknown> | undefined), 429: problemResponse(429) } };
       }
       // Share images have their own budget.
       const limit: onRequestHookHandler | undefined =
-        route.url === SHARE_IMAGE_ROUTE ? image
-        : route.url === BY_UUID_ROUTE ? imageOrRead(image, read)
+        budget === 'image' ? image
+        : mayAnswerImage(route) ? imageOrRead(image, read)
         : read;
       if (limit === undefined) return;
       const existing = route.onRequest === undefined ? [] : ([] as onRequestHookHandler[]).concat(route.onRequest as never);

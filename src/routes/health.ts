@@ -2,11 +2,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { pendingMigrations, ping } from '../db/database.ts';
-import { sendProblem } from '../plugins/problem.ts';
+import { setRouteClass } from '../http/route-classes.ts';
+import { sendProblem } from '../plugins/send-problem.ts';
 
 const Health = Type.Object({ status: Type.Literal('ok') });
 
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  setRouteClass(app, 'operations');
   app.get(
     '/healthz',
     { schema: { summary: 'Liveness: the process answers', tags: ['operations'], response: { 200: Health } } },

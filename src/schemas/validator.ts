@@ -1,7 +1,7 @@
 /**
  * How request schemas validate: one Ajv (JSON Schema 2020-12, the dialect of OpenAPI 3.1) for the
  * HTTP routes and for `nonsense export`, so the command line and the API accept exactly the same
- * parameters. Errors are described for people by `describeValidation` (plugins/problem.ts).
+ * parameters. Errors are described for people by `describeValidation` (validation-wording.ts).
  *
  * Query strings, path parameters and headers arrive as text. Ajv's own coercion would take `1e3`,
  * ` 12` or `0x10` for numbers, so integers are read here instead: decimal digits only, anything else

@@ -14,7 +14,7 @@
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import { quirksOf } from '../db/engine.ts';
 import type { DB } from '../db/schema.ts';
-import { deliverEntry } from '../formats/entry.ts';
+import { deliverEntry } from '../domain/delivered-entry.ts';
 import type { ServerVariables } from '../domain/variables.ts';
 
 export const CHANGE_TYPES = [

@@ -10,7 +10,7 @@ import { prepareQuery } from '../db/prepared.ts';
 import { randomUUID } from 'node:crypto';
 import type { DB, EntryState } from '../db/schema.ts';
 import { textKey } from '../domain/text.ts';
-import { toEntryRecord } from './entry-query.ts';
+import { toEntryRecord } from './entry-record.ts';
 import { recordAction } from './moderation-log.ts';
 import { CHANGE_BATCH, entryJson, insertChanges, logsChanges, readServerVariables, takeRevisions, type Change } from './changes.ts';
 import { bumpRevision, readRevision, writeTransaction, type RevisionCache } from './revision.ts';

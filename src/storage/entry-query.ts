@@ -27,11 +27,6 @@ export interface ListedEntry extends EntryRecord {
   state: EntryState;
 }
 
-/** toEntryRecord maps a stored row to the record every reader gets. */
-export function toEntryRecord(row: { uuid: string; text: string; created_at: number | string }): EntryRecord {
-  return { uuid: row.uuid, text: row.text, timestamp: Number(row.created_at) };
-}
-
 const toListed = (row: { uuid: string; text: string; created_at: number; state: EntryState }): ListedEntry => ({
   uuid: row.uuid,
   text: row.text,

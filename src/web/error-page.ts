@@ -1,20 +1,13 @@
 /**
  * Errors as pages, for people: a browser that asks for one of the site's paths (a page, a share page,
- * an unknown address outside the API) gets the error as a page of the site, with the same status and
- * headers. Everything else, and every API path whatever it asks for, keeps problem+json.
+ * an unknown address outside the API; the classes answered with pages in http/route-classes.ts) gets
+ * the error as a page of the site, with the same status and headers. Everything else, and every API
+ * path whatever it asks for, keeps problem+json.
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { html } from './html.ts';
 import { page, pageHeaders } from './layout.ts';
-
-/** Paths of the API and of operations: machines read them, so their errors stay problem+json. */
-const API_PATHS = [/^\/api(\/|$)/, /^\/odata(\/|$)/, /^\/openapi\.json(\/|$)/, /^\/metrics(\/|$)/, /^\/healthz(\/|$)/, /^\/readyz(\/|$)/, /^\/docs(\/|$)/];
-
-/** isSitePath tells whether a path belongs to the site (pages, share pages, static files, unknown paths) rather than the API. */
-export function isSitePath(path: string): boolean {
-  return !API_PATHS.some((pattern) => pattern.test(path));
-}
 
 interface MediaRange {
   type: string;

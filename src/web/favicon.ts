@@ -5,7 +5,7 @@
  * The renderer (resvg, a native module of a few MiB) is loaded with the first request for it, not at
  * start: most processes never draw the icon.
  */
-import { createHash } from 'node:crypto';
+import { contentTag } from '../http/cache.ts';
 import { ASSETS } from './assets.ts';
 
 export interface Favicon {
@@ -49,7 +49,7 @@ export function faviconIco(): Promise<Favicon> {
       SIZES.map(async (size) => ({ size, png: (await renderAsync(svg, { fitTo: { mode: 'width', value: size } })).asPng() })),
     );
     const body = ico(images);
-    return { body, etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"` };
+    return { body, etag: contentTag(body) };
   })();
   favicon.catch(() => {
     favicon = undefined;

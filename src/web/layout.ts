@@ -2,11 +2,10 @@
  * The frame every page of the site shares: head, header with the site's navigation, footer; and the
  * headers every page is sent with, above all a strict Content-Security-Policy.
  */
-import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { badgeLetter } from '../domain/display-text.ts';
 import { EMOJI_NAME_SOURCE } from '../domain/emojis.ts';
-import { notModified } from '../http/cache.ts';
+import { contentTag, notModified } from '../http/cache.ts';
 import { assetUrl, moduleImports } from './assets.ts';
 import { html, type SafeHtml } from './html.ts';
 
@@ -98,7 +97,7 @@ ${main}
 export function sendPage(request: FastifyRequest, reply: FastifyReply, body: string, cacheControl = 'no-cache'): FastifyReply {
   pageHeaders(reply);
   if (cacheControl === 'no-store') reply.header('cache-control', cacheControl);
-  else if (notModified(request, reply, `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`, cacheControl)) return reply;
+  else if (notModified(request, reply, contentTag(body), cacheControl)) return reply;
   return reply.type('text/html; charset=utf-8').send(body);
 }
 

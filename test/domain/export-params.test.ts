@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { exportSelection, type ExportParams } from '../../src/domain/export-params.ts';
-import { describeValidation } from '../../src/plugins/problem.ts';
+import { describeValidation } from '../../src/schemas/validation-wording.ts';
 import { ExportQuery } from '../../src/schemas/api.ts';
 import { compileRequestSchema } from '../../src/schemas/validator.ts';
 

@@ -6,7 +6,8 @@ import fc from 'fast-check';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seededPick, type ServerVariables } from '../../src/domain/variables.ts';
-import { deliverEntry, EntryJsonTemplate, entryJsonEncoder } from '../../src/formats/entry.ts';
+import { deliverEntry } from '../../src/domain/delivered-entry.ts';
+import { EntryJsonTemplate, entryJsonEncoder } from '../../src/formats/entry.ts';
 import { Entry } from '../../src/schemas/api.ts';
 import type { EntryRecord } from '../../src/domain/records.ts';
 

@@ -4,7 +4,7 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable } from '../../src/plugins/problem.ts';
+import { isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { Sustained } from '../../src/plugins/overload.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 

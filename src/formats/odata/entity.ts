@@ -3,7 +3,7 @@ import { entityKey, ENTITY_SET, type ODataEntity } from '../../domain/odata/mode
 import { isMultiline } from '../../domain/text.ts';
 import { mathRandomPick, type PickIndex, type ServerVariables } from '../../domain/variables.ts';
 import type { EntryRecord } from '../../domain/records.ts';
-import { deliverEntry } from '../entry.ts';
+import { deliverEntry } from '../../domain/delivered-entry.ts';
 
 /**
  * toODataEntity delivers an entry as the API does (server variables replaced; `original_nonsense` the

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { checkEmojiImage, MAX_EMOJI_BYTES, MAX_EMOJI_SIDE, sniffImageType, type ImageType } from '../../domain/emojis.ts';
 import { checkLine } from '../../domain/text.ts';
 import { serverVariableProblem } from '../../domain/variables.ts';
-import { badRequest, requireBodyType, requireJson, notFound } from '../../plugins/problem.ts';
+import { badRequest, requireBodyType, requireJson, notFound } from '../../http/problem.ts';
 import { EmojiImageBody, EmojiNameParams, IMAGE_TYPES, ServerVariable, StoredEmoji, VariableBody, VariableNameParams } from '../../schemas/admin.ts';
 import { problemResponses } from '../../schemas/api.ts';
 

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { checkEntryText } from '../../domain/text.ts';
-import { badRequest, HttpProblem, notFound, requireJson } from '../../plugins/problem.ts';
+import { badRequest, HttpProblem, notFound, requireJson } from '../../http/problem.ts';
 import { AdminEntry, EntryChangeBody, EntryUuidParams, NewEntryBody } from '../../schemas/admin.ts';
 import { problemResponses } from '../../schemas/api.ts';
 import type { EntryWrite } from '../../storage/entries.ts';

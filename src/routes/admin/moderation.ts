@@ -5,7 +5,7 @@ import { Type } from 'typebox';
 import { encodeReportCursor, parseReportCursor } from '../../domain/reports.ts';
 import { notModified } from '../../http/cache.ts';
 import { nextPageLink } from '../../plugins/links.ts';
-import { badRequest, HttpProblem, notFound } from '../../plugins/problem.ts';
+import { badRequest, HttpProblem, notFound } from '../../http/problem.ts';
 import { DEFAULT_PAGE_SIZE, LogQuery, LogRecord, NEXT_PAGE_HEADERS, Report, ReportIdParams, ReportQuery, ReportWithEntry } from '../../schemas/admin.ts';
 import { NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
 import type { Report as StoredReport, Resolution } from '../../storage/reports.ts';

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { encodeCursor, parseCursor } from '../../domain/entry-selection.ts';
 import { parseSearchText } from '../../domain/search-text.ts';
 import { nextPageLink } from '../../plugins/links.ts';
-import { badRequest } from '../../plugins/problem.ts';
+import { badRequest } from '../../http/problem.ts';
 import { AdminEntry, DEFAULT_PAGE_SIZE, EntrySearchQuery, NEXT_PAGE_HEADERS } from '../../schemas/admin.ts';
 import { problemResponses } from '../../schemas/api.ts';
 import { NEWEST_FIRST } from '../../storage/entry-query.ts';

@@ -3,8 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { EMOJI_NAME_SOURCE, IMAGE_EXTENSIONS, type ImageType } from '../../domain/emojis.ts';
 import { CLIENT_VARIABLES } from '../../domain/variables.ts';
-import { notModified, revisionTag } from '../../http/cache.ts';
-import { notFound } from '../../plugins/problem.ts';
+import { notModified, revisionTag, strongTag } from '../../http/cache.ts';
+import { notFound } from '../../http/problem.ts';
 import { Emoji, EmojiImageParams, NOT_MODIFIED, problemResponses, Variable } from '../../schemas/api.ts';
 import { compareCodePoints } from '../../storage/variables.ts';
 import { absoluteBase } from '../../plugins/links.ts';
@@ -64,7 +64,7 @@ const catalogRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // origin: should a browser ever take one for something else, it may run and load nothing.
       reply.header('content-security-policy', "default-src 'none'; sandbox");
       // The one answer with a modification time of its own: an image changes only when it is stored anew.
-      if (notModified(request, reply, `"${emoji.sha256.slice(0, 32)}"`, 'public, max-age=3600', emoji.updatedAt)) return reply;
+      if (notModified(request, reply, strongTag(emoji.sha256.slice(0, 32)), 'public, max-age=3600', emoji.updatedAt)) return reply;
       return reply.type(emoji.contentType).send(Buffer.from(emoji.image.buffer, emoji.image.byteOffset, emoji.image.byteLength));
     },
   );

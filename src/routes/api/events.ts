@@ -8,7 +8,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { notModified, revisionTag } from '../../http/cache.ts';
 import { absoluteBase } from '../../plugins/links.ts';
-import { badRequest, HttpProblem } from '../../plugins/problem.ts';
+import { badRequest, HttpProblem } from '../../http/problem.ts';
 import { NOT_MODIFIED, problemResponse, problemResponses } from '../../schemas/api.ts';
 import { ChangesPage, ChangesQuery, DEFAULT_CHANGES_LIMIT, EventsHeaders, EventsQuery, EventStream, GONE } from '../../schemas/events.ts';
 import { ChangeFeed, changeJson, CLOSE_GRACE_MS, eventStreamsCut, eventStreamsRefused, finalEvent, prunePeriodically, type Stream } from '../../services/change-feed/index.ts';

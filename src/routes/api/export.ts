@@ -5,8 +5,8 @@ import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { exportSelection } from '../../domain/export-params.ts';
 import { EXPORT_CONTENT_TYPES, EXPORT_PAGE_SIZE, readAhead, serializeExport } from '../../formats/export.ts';
-import { notModified } from '../../http/cache.ts';
-import { badRequest } from '../../plugins/problem.ts';
+import { notModified, revisionTag } from '../../http/cache.ts';
+import { badRequest } from '../../http/problem.ts';
 import { ExportCsv, ExportQuery, ExportTxt, Entries, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
 import { headersOf } from '../../schemas/headers.ts';
 
@@ -45,7 +45,7 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { format, filter } = parsed.value;
       // Every parameter is checked above, and the first page read below, before the first byte is sent.
       const tag = createHash('sha256').update(JSON.stringify([format, filter])).digest('base64url').slice(0, 16);
-      if (notModified(request, reply, `W/"r${await cache.current()}-${tag}"`, 'no-cache')) return reply;
+      if (notModified(request, reply, revisionTag(await cache.current(), tag), 'no-cache')) return reply;
       const values = await variables.values();
       // The pages may travel in shared slots only when they go straight to a socket (not `inject`,
       // whose response keeps every chunk it is given): services/read-workers/page-slots.ts.

@@ -4,8 +4,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type TSchema } from 'typebox';
 import { GALAXY_CONTENT_TYPES, GALAXY_FORMATS } from '../../formats/galaxy.ts';
 import { watchCache } from '../../metrics/registry.ts';
-import { notModified } from '../../http/cache.ts';
-import { HttpProblem } from '../../plugins/problem.ts';
+import { notModified, strongTag } from '../../http/cache.ts';
+import { HttpProblem } from '../../http/problem.ts';
 import { GalaxyPoint, problemResponses } from '../../schemas/api.ts';
 import { GalaxyBodies } from '../../services/galaxy/serve.ts';
 
@@ -72,7 +72,7 @@ const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // The layout's revision and version say which stars and where; the entries' revision, which of
       // them are still visible.
       const view = await bodies.view(layout);
-      if (notModified(request, reply, `"${view.tag}-${format}"`, 'no-cache')) return reply;
+      if (notModified(request, reply, strongTag(`${view.tag}-${format}`), 'no-cache')) return reply;
       reply.type(GALAXY_CONTENT_TYPES[format]);
       const body = view.body(format);
       return reply.send(body instanceof Promise ? await body : Readable.from(body));

@@ -12,7 +12,7 @@ import { mathRandomPick } from '../../domain/variables.ts';
 import { ENTRY_JSON_TYPE, EntryJsonTemplate, entryJsonEncoder } from '../../formats/entry.ts';
 import { watchCache } from '../../metrics/registry.ts';
 import { notModified, revisionTag } from '../../http/cache.ts';
-import { notFound } from '../../plugins/problem.ts';
+import { notFound } from '../../http/problem.ts';
 import { Entry, EntryPathParams, NOT_MODIFIED, problemResponses, Status } from '../../schemas/api.ts';
 import { EntryCache, type EntrySnapshot, type PreparedEntry } from '../../storage/entry-cache.ts';
 import { laneNotModified, type LaneAnswer } from '../../plugins/fast-lane.ts';

@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { REPORT_BODY_LIMIT, REPORT_REASONS } from '../../domain/reports.ts';
 import { checkDetails } from '../../domain/text.ts';
-import { badRequest, methodNotAllowed, notFound, requireJson } from '../../plugins/problem.ts';
+import { badRequest, methodNotAllowed, notFound, requireJson } from '../../http/problem.ts';
 import { problemResponses, ReportBody, ReportCreated } from '../../schemas/api.ts';
 
 

@@ -9,8 +9,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { uuidSegment } from '../../domain/uuid.ts';
 import { shareImageRefused } from '../../metrics/registry.ts';
-import { notModified } from '../../http/cache.ts';
-import { notFound, sendProblem } from '../../plugins/problem.ts';
+import { notModified, strongTag } from '../../http/cache.ts';
+import { notFound } from '../../http/problem.ts';
+import { sendProblem } from '../../plugins/send-problem.ts';
 import { CardQueueFull, CardUnavailable, RenderAborted } from '../../services/cards/index.ts';
 
 import { EntryPathParams, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
@@ -60,7 +61,7 @@ async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid
   const entry = await storage.entries.findVisible(uuid);
   if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
   const card = await cards.describe(storage, entry);
-  if (notModified(request, reply, `"${card.key.slice(0, 32)}"`, SHARE_IMAGE_CACHE_CONTROL)) return reply;
+  if (notModified(request, reply, strongTag(card.key.slice(0, 32)), SHARE_IMAGE_CACHE_CONTROL)) return reply;
   const cached = cards.cached(card);
   if (cached !== undefined) return reply.type('image/png').send(cached);
   // A card whose render failed lately is refused at once, HEAD included, without drawing it again.

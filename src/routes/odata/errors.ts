@@ -13,11 +13,6 @@ import { responseFormatOf } from '../../formats/odata/negotiate.ts';
 /** Where the OData interface is mounted. */
 export const ODATA_PREFIX = '/odata/v2';
 
-/** isODataUrl tells whether a raw request URL is under the OData interface. */
-export function isODataUrl(url: string): boolean {
-  return url.startsWith(ODATA_PREFIX) && (url.length === ODATA_PREFIX.length || '/?'.includes(url[ODATA_PREFIX.length]!));
-}
-
 /** sendODataError answers in the OData error format, JSON when the request asked for JSON. */
 export function sendODataError(request: FastifyRequest, reply: FastifyReply, status: number, message: string, format?: ODataFormat) {
   const json = responseFormatOf(request, format) === 'json';

@@ -21,7 +21,8 @@ import { ATOM_ENTRY_CONTENT_TYPE, ATOM_FEED_CONTENT_TYPE, atomEntry, atomFeed } 
 import { toODataEntity } from '../../formats/odata/entity.ts';
 import { JSON_CONTENT_TYPE, jsonEntry, jsonFeed } from '../../formats/odata/json.ts';
 import { METADATA_CONTENT_TYPE, metadataDocument, SERVICE_CONTENT_TYPE, jsonServiceDocument, serviceDocument } from '../../formats/odata/metadata.ts';
-import { notModified } from '../../http/cache.ts';
+import { notModified, revisionTag } from '../../http/cache.ts';
+import { setRouteClass } from '../../http/route-classes.ts';
 import { isKeysetOrder, STREAM_PAGE_SIZE, TimeLimitError, type EntryListQuery } from '../../storage/entry-query.ts';
 import type { EntryRecord } from '../../domain/records.ts';
 import { absoluteBase } from '../../plugins/links.ts';
@@ -56,6 +57,7 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   const readWorkers = app.hasDecorator('readWorkers') ? app.readWorkers : null;
   const fairShare: FairShare = app.hasDecorator('fairShare') ? app.fairShare : UNSHARED;
   const quirks = app.storage.database.quirks;
+  setRouteClass(app, 'odata');
 
   app.addHook('onRequest', (_request, reply, done) => {
     reply.header('dataserviceversion', '2.0');
@@ -77,7 +79,7 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   /** A weak ETag from the revision and everything the response depends on. */
   async function revalidate(request: FastifyRequest, reply: FastifyReply, format: ODataFormat): Promise<boolean> {
     const tag = createHash('sha256').update(JSON.stringify([format, serviceRootOf(request, reply), request.url])).digest('base64url').slice(0, 16);
-    return notModified(request, reply, `W/"r${await cache.current()}-${tag}"`, 'no-cache');
+    return notModified(request, reply, revisionTag(await cache.current(), tag), 'no-cache');
   }
 
   function compileContext(serverVariables: ServerVariables): CompileContext {

@@ -4,7 +4,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { mathRandomPick } from '../../domain/variables.ts';
-import { deliverEntry } from '../../formats/entry.ts';
+import { deliverEntry } from '../../domain/delivered-entry.ts';
 import { entryArticle, reportDialog } from '../../web/components.ts';
 import { clientWords, emojiFiles, entryHtml, siteVariables } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';

@@ -4,6 +4,7 @@
  * The share page (`/nonsense/<uuid>`) is registered on its own: it predates the site.
  */
 import type { FastifyPluginAsync } from 'fastify';
+import { setRouteClass } from '../../http/route-classes.ts';
 import adminPageRoutes from './admin-page.ts';
 import galaxyPageRoutes from './galaxy.ts';
 import homeRoutes from './home.ts';
@@ -12,7 +13,11 @@ import searchRoutes from './search.ts';
 import staticRoutes from './static.ts';
 
 const siteRoutes: FastifyPluginAsync = async (app) => {
-  await app.register(staticRoutes);
+  setRouteClass(app, 'site');
+  await app.register(async (files) => {
+    setRouteClass(files, 'static');
+    await files.register(staticRoutes);
+  });
   await app.register(homeRoutes);
   await app.register(searchRoutes);
   await app.register(galaxyPageRoutes);

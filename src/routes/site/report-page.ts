@@ -10,7 +10,7 @@ import { parseUuid } from '../../domain/uuid.ts';
 import { REPORT_BODY_LIMIT, REPORT_REASONS, type ReportReason } from '../../domain/reports.ts';
 import { checkDetails, MAX_DETAILS_LENGTH } from '../../domain/text.ts';
 import { displayText } from '../../domain/display-text.ts';
-import { badRequest, notFound } from '../../plugins/problem.ts';
+import { badRequest, notFound } from '../../http/problem.ts';
 import { reasonFields } from '../../web/components.ts';
 import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';

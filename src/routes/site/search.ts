@@ -8,7 +8,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { MAX_SEARCH_LENGTH, parseSearchText } from '../../domain/search-text.ts';
 import { encodeCursor, parseCursor, type EntryCursor, type EntryFilter } from '../../domain/entry-selection.ts';
 import { displayText } from '../../domain/display-text.ts';
-import { badRequest } from '../../plugins/problem.ts';
+import { badRequest } from '../../http/problem.ts';
 import { entryArticle, reportDialog } from '../../web/components.ts';
 import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';

@@ -15,8 +15,8 @@ import { badgeLetter } from '../../domain/display-text.ts';
 import { IMAGE_EXTENSIONS, scanCustomEmojis, type ImageType } from '../../domain/emojis.ts';
 import { parseUuid } from '../../domain/uuid.ts';
 import { CARD_HEIGHT, CARD_WIDTH } from '../../formats/share-image/card.ts';
-import { notModified } from '../../http/cache.ts';
-import { badRequest, notFound } from '../../plugins/problem.ts';
+import { contentTag, notModified } from '../../http/cache.ts';
+import { badRequest, notFound } from '../../http/problem.ts';
 import { assetUrl } from '../../web/assets.ts';
 import { escapeHtml } from '../../web/html.ts';
 import { absoluteBase } from '../../plugins/links.ts';
@@ -76,7 +76,7 @@ const sharePageRoutes: FastifyPluginAsyncTypebox = async (app) => {
       appName: app.config.appName,
     });
     reply.header('content-security-policy', CONTENT_SECURITY_POLICY).header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
-    if (notModified(request, reply, `"${createHash('sha256').update(html).digest('hex').slice(0, 32)}"`, 'no-cache')) return reply;
+    if (notModified(request, reply, contentTag(html), 'no-cache')) return reply;
     return reply.type('text/html; charset=utf-8').send(html);
   });
 };

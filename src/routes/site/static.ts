@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
-import { notModified } from '../../http/cache.ts';
-import { notFound } from '../../plugins/problem.ts';
+import { notModified, strongTag } from '../../http/cache.ts';
+import { notFound } from '../../http/problem.ts';
 import { ASSETS } from '../../web/assets.ts';
 import { faviconIco } from '../../web/favicon.ts';
 import { pageHeaders } from '../../web/layout.ts';
@@ -25,7 +25,7 @@ const staticRoutes: FastifyPluginAsync = async (app) => {
     const cacheControl = versioned ? 'public, max-age=31536000, immutable' : 'public, max-age=300, must-revalidate';
     // An SVG opened directly is a document; the site's policy keeps it from running anything.
     pageHeaders(reply);
-    if (notModified(request, reply, `"${hash}"`, cacheControl)) return reply;
+    if (notModified(request, reply, strongTag(hash), cacheControl)) return reply;
     if (asset !== undefined) return reply.type(asset.contentType).send(asset.body);
     reply.type(SCRIPT_FONT_TYPE).header('content-length', font!.size);
     // HEAD: no body to read; Fastify keeps the length of a stream's answer.
