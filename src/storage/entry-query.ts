@@ -100,6 +100,17 @@ export function isKeysetOrder(order: readonly EntryOrderKey[] | undefined): bool
 }
 
 /**
+ * walksByIndex tells whether each page of a walk of `query` is one seek of an index and a read of the
+ * page: a keyset order, no offset, no condition beyond the filter's states, and a timestamp range only
+ * when the order starts with the timestamp (else the range is tested on each row the order visits).
+ */
+export function walksByIndex(query: EntryListQuery): boolean {
+  const ranged = query.range !== undefined || query.filter?.after !== undefined || query.filter?.before !== undefined;
+  const plain = query.where === undefined && !query.offset && !query.filter?.q && !query.filter?.singleLine;
+  return plain && isKeysetOrder(query.order) && (!ranged || startsWithTimestamp(query.order ?? OLDEST_FIRST));
+}
+
+/**
  * totalOrder appends `uuid` ascending unless uuid already orders, and drops repeated columns
  * (`$orderby=timestamp,created` names one column twice), so that every order is strict and total.
  */

@@ -22,7 +22,7 @@ import { toODataEntity } from '../../formats/odata/entity.ts';
 import { JSON_CONTENT_TYPE, jsonEntry, jsonFeed } from '../../formats/odata/json.ts';
 import { METADATA_CONTENT_TYPE, metadataDocument, SERVICE_CONTENT_TYPE, jsonServiceDocument, serviceDocument } from '../../formats/odata/metadata.ts';
 import { notModified } from '../../http/cache.ts';
-import { isKeysetOrder, STREAM_PAGE_SIZE, TimeLimitError, type EntryListQuery } from '../../storage/entry-query.ts';
+import { isKeysetOrder, STREAM_PAGE_SIZE, TimeLimitError, walksByIndex, type EntryListQuery } from '../../storage/entry-query.ts';
 import type { EntryRecord } from '../../domain/records.ts';
 import { absoluteBase } from '../../plugins/links.ts';
 import { UNSHARED, type FairShare } from '../../plugins/fair-share.ts';
@@ -165,8 +165,8 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     if (query.skipToken && !keyset) {
       throw new ODataRequestError('$skiptoken only continues an order by timestamp, created or uuid; follow the next link as given.');
     }
-    // A walk by index without a condition or offset costs the same small amount per page.
-    return { ...selection, keyset, walksByIndex: listQuery.where === undefined && !listQuery.offset && keyset };
+    // A walk by index (no condition but a timestamp range, no offset) costs the same small amount per page.
+    return { ...selection, keyset, walksByIndex: walksByIndex(listQuery) };
   }
 
   async function collection(request: FastifyRequest, reply: FastifyReply, query: ODataQuery, format: ODataFormat, serviceRoot: string, timeLeft: () => number) {
