@@ -3,8 +3,8 @@
  * The file is read twice, streamed both times (memory does not grow with it): first every row is
  * checked and nothing is written, so a bad row is reported with the file and its line (CSV, TXT) or
  * item number (JSON) and nothing is imported; then the entries are written in transactions of
- * IMPORT_BATCH entries, so that the time per entry, the write lock's hold and the engine's journal
- * stay the same however large the file and the database. An import cut short while writing (a full
+ * IMPORT_BATCH entries, so that the write lock's hold and the engine's journal stay bounded however
+ * large the file. An import cut short while writing (a full
  * disk, a killed process) keeps the batches it committed and says so (ImportInterruptedError); since
  * entries whose uuid or text already exists are skipped, running the same command again adds the
  * rest, and importing the same file twice changes nothing. Every row is held to the rules of the
