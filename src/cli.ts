@@ -113,7 +113,7 @@ const asOption = (detail: string) => detail.replace(/parameter "(\w+)"/, 'option
 
 program
   .command('import')
-  .description("add the entries of one of this service's CSV, JSON or TXT exports; all or nothing, and safe to repeat")
+  .description("add the entries of one of this service's CSV, JSON or TXT exports; checked whole before anything is written, and safe to repeat")
   .argument('<file>', 'the file to import')
   .addOption(new Option('--format <format>', 'file format (default: from the extension)').choices(EXPORT_FORMATS))
   .addHelpText(
@@ -126,15 +126,18 @@ What each format restores:
   txt        only delivered texts, one a line: no uuid, no timestamp (the import time is used), no
              multi-line entries, and server variables already replaced by a random value, so importing
              a TXT export into the database it came from adds those entries again as new ones.
+Every row is checked before anything is written: a bad row is named and nothing is imported. Entries
+are then written in batches; an import cut short (a full disk, an interruption) keeps the batches it
+wrote, and running the same command again adds the rest, since entries already present are skipped.
 Hidden entries, variables, emojis, reports, tokens and the moderation log: use \`nonsense backup\` and
 \`nonsense restore\`.`,
   )
   .action(async (file: string, options: { format?: 'csv' | 'json' | 'txt' }) => {
     const progress = process.stderr.isTTY
-      ? (fraction: number) => process.stderr.write(`\rImporting ${file}: ${(fraction * 100).toFixed(0).padStart(3)}%`)
+      ? (fraction: number, phase: string) => process.stderr.write(`\r${phase === 'checking' ? 'Checking' : 'Importing'} ${file}: ${(fraction * 100).toFixed(0).padStart(3)}%`)
       : undefined;
     // Loaded here: the parsers of import files are of no use to `serve` (and cost it memory).
-    const { ImportError, importFile } = await import('./import/import-file.ts');
+    const { ImportError, ImportInterruptedError, importFile } = await import('./import/import-file.ts');
     try {
       const result = await withStorage((storage) => importFile(storage, file, { format: options.format, onProgress: progress }));
       if (progress) process.stderr.write('\r\x1b[K');
@@ -143,6 +146,7 @@ Hidden entries, variables, emojis, reports, tokens and the moderation log: use \
     } catch (error) {
       if (progress) process.stderr.write('\n');
       if (error instanceof ImportError) throw new UsageError(`${error.message}. Nothing was imported.`);
+      if (error instanceof ImportInterruptedError) throw new UsageError(error.message);
       throw error;
     }
   });

@@ -1,10 +1,15 @@
 /**
  * `nonsense import FILE`: reads this service's own CSV, JSON and TXT exports and adds their entries.
- * The file is streamed (memory does not grow with it) into one transaction: a bad row aborts the whole
- * import, reported with the file and its line (CSV, TXT) or item number (JSON), and nothing is written.
- * Every row is held to the rules of the admin API (domain/text.ts, the timestamp's range); a row, item
- * or line longer than MAX_RECORD_BYTES is refused before it is read whole. Entries whose uuid or text
- * already exists are skipped, so importing the same file twice changes nothing.
+ * The file is read twice, streamed both times (memory does not grow with it): first every row is
+ * checked and nothing is written, so a bad row is reported with the file and its line (CSV, TXT) or
+ * item number (JSON) and nothing is imported; then the entries are written in transactions of
+ * IMPORT_BATCH entries, so that the write lock's hold and the engine's journal stay bounded however
+ * large the file. An import cut short while writing (a full
+ * disk, a killed process) keeps the batches it committed and says so (ImportInterruptedError); since
+ * entries whose uuid or text already exists are skipped, running the same command again adds the
+ * rest, and importing the same file twice changes nothing. Every row is held to the rules of the
+ * admin API (domain/text.ts, the timestamp's range); a row, item or line longer than MAX_RECORD_BYTES
+ * is refused before it is read whole. Afterwards the query planner's statistics are refreshed.
  *
  * What each format can restore: CSV and JSON carry the raw text (`original_nonsense` when the text has
  * a variable), the uuid and the timestamp, so they restore visible entries exactly. TXT carries only the
@@ -47,10 +52,46 @@ export class ImportError extends Error {
  */
 export const MAX_RECORD_BYTES = 1024 * 1024;
 
+/**
+ * ImportInterruptedError: writing stopped part of the way (the file itself was checked whole before).
+ * `added` entries were committed, up to `through` (the file and its last line or item written); the
+ * same command adds the rest, skipping what is already there.
+ */
+export class ImportInterruptedError extends Error {
+  constructor(
+    readonly file: string,
+    readonly added: number,
+    readonly skipped: number,
+    readonly through: string | undefined,
+    cause: unknown,
+  ) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(
+      `${file}: the import stopped while writing (${reason}); ` +
+        (added + skipped === 0
+          ? 'nothing was imported'
+          : `${added} entries were added and ${skipped} skipped (already present), through ${through}`) +
+        '. Run the same command again to import the rest: entries already present are skipped.',
+      { cause },
+    );
+    this.name = 'ImportInterruptedError';
+  }
+}
+
+/**
+ * Entries written per transaction. Each batch holds the write lock for a fraction of a second, so a
+ * running service's own writes wait that long at most, and SQLite's journal is checkpointed between
+ * batches instead of growing to the size of the import.
+ */
+export const IMPORT_BATCH = 2000;
+
+/** The two readings of a file: checking every row, then writing. */
+export type ImportPhase = 'checking' | 'writing';
+
 export interface ImportOptions {
   format?: ExportFormat;
-  /** Called now and then with the share of the file read, from 0 to 1. */
-  onProgress?: (fraction: number) => void;
+  /** Called now and then with the phase and the share of the file it has read, from 0 to 1. */
+  onProgress?: (fraction: number, phase: ImportPhase) => void;
   /** Timestamp for rows that have none (TXT files); defaults to now. */
   now?: number;
 }
@@ -242,42 +283,75 @@ async function* txtRows(stream: fs.ReadStream, file: string): AsyncGenerator<Raw
 
 const READERS: Record<ExportFormat, (stream: fs.ReadStream, file: string) => AsyncGenerator<RawRow>> = { csv: csvRows, json: jsonRows, txt: txtRows };
 
-/** importFile imports one file; see the module comment. */
-export async function importFile(storage: Storage, file: string, options: ImportOptions = {}): Promise<ImportResult> {
-  const defined = await storage.variables.values();
+/** A checked entry and where in the file it was. */
+interface ReadEntry {
+  entry: NewEntry;
+  where: string;
+}
+
+/** readEntries reads the file once, checking each row (ImportError for the first bad one). */
+async function* readEntries(file: string, format: ExportFormat, now: number, onProgress?: (fraction: number) => void): AsyncGenerator<ReadEntry> {
   const { stream, size } = openFile(file);
-  let format: ExportFormat;
-  try {
-    format = fileFormatOf(file, options.format);
-  } catch (error) {
-    stream.destroy();
-    throw error;
-  }
-  const now = options.now ?? Math.floor(Date.now() / 1000);
   let reported = 0;
-  const undefinedUses = new Map<string, number>();
-  async function* entries(): AsyncGenerator<NewEntry> {
-    for await (const row of READERS[format](stream, file)) {
-      if (options.onProgress && Date.now() - reported > 200) {
-        reported = Date.now();
-        options.onProgress(size === 0 ? 1 : stream.bytesRead / size);
-      }
-      const entry = toEntry(row, now);
-      for (const token of tokensOf(entry.text)) {
-        if (defined.has(token) || isClientVariable(token)) continue;
-        const count = undefinedUses.get(token);
-        if (count !== undefined || undefinedUses.size < MAX_UNDEFINED_TRACKED) undefinedUses.set(token, (count ?? 0) + 1);
-      }
-      yield entry;
-    }
-  }
   try {
-    const result = await storage.entries.insertEntries(entries());
-    const undefinedVariables = [...undefinedUses]
-      .map(([name, count]) => ({ name, entries: count }))
-      .sort((a, b) => b.entries - a.entries || (a.name < b.name ? -1 : 1));
-    return { ...result, undefinedVariables };
+    for await (const row of READERS[format](stream, file)) {
+      if (onProgress && Date.now() - reported > 200) {
+        reported = Date.now();
+        onProgress(size === 0 ? 1 : stream.bytesRead / size);
+      }
+      yield { entry: toEntry(row, now), where: row.where };
+    }
   } finally {
     stream.destroy();
   }
+}
+
+/** importFile imports one file; see the module comment. */
+export async function importFile(storage: Storage, file: string, options: ImportOptions = {}): Promise<ImportResult> {
+  const defined = await storage.variables.values();
+  // Opened first, so that a missing file is reported as such whatever its name.
+  openFile(file).stream.destroy();
+  const format = fileFormatOf(file, options.format);
+  const now = options.now ?? Math.floor(Date.now() / 1000);
+  const progress = (phase: ImportPhase) => (options.onProgress ? (fraction: number) => options.onProgress!(fraction, phase) : undefined);
+
+  // First reading: every row checked, nothing written.
+  const undefinedUses = new Map<string, number>();
+  for await (const { entry } of readEntries(file, format, now, progress('checking'))) {
+    for (const token of tokensOf(entry.text)) {
+      if (defined.has(token) || isClientVariable(token)) continue;
+      const count = undefinedUses.get(token);
+      if (count !== undefined || undefinedUses.size < MAX_UNDEFINED_TRACKED) undefinedUses.set(token, (count ?? 0) + 1);
+    }
+  }
+
+  // Second reading: written a batch at a time.
+  let added = 0;
+  let skipped = 0;
+  let through: string | undefined;
+  let batch: NewEntry[] = [];
+  let last: string | undefined;
+  const write = async () => {
+    const result = await storage.entries.insertEntries(batch);
+    added += result.added;
+    skipped += result.skipped;
+    through = last;
+    batch = [];
+  };
+  try {
+    for await (const { entry, where } of readEntries(file, format, now, progress('writing'))) {
+      batch.push(entry);
+      last = where;
+      if (batch.length >= IMPORT_BATCH) await write();
+    }
+    if (batch.length > 0) await write();
+  } catch (error) {
+    throw new ImportInterruptedError(file, added, skipped, through, error);
+  }
+  // Without fresh statistics PostgreSQL plans the first reads of a large import as for the empty table.
+  if (added > 0) await storage.database.quirks.refreshStatistics(storage.database.db);
+  const undefinedVariables = [...undefinedUses]
+    .map(([name, count]) => ({ name, entries: count }))
+    .sort((a, b) => b.entries - a.entries || (a.name < b.name ? -1 : 1));
+  return { added, skipped, undefinedVariables };
 }

@@ -68,6 +68,8 @@ export interface EntryListQuery {
   where?: Expression<SqlBool>;
   /** The order; default OLDEST_FIRST. `uuid` ascending always ends it, so the order is total. */
   order?: readonly EntryOrderKey[];
+  /** Only entries with `from` ≤ timestamp ≤ `to`, beside the filter's own (OData's timestamp comparisons). */
+  range?: TimestampRange;
   /** Resume after the entry at this position in `order`; needs a keyset order (see isKeysetOrder). */
   after?: EntryCursor;
   offset?: number;
@@ -81,9 +83,26 @@ export interface EntryListQuery {
   scanText?: boolean;
 }
 
+/** Inclusive bounds on the timestamp (Unix seconds); either may be absent. */
+export interface TimestampRange {
+  from?: number;
+  to?: number;
+}
+
 /** isKeysetOrder tells whether an order can be resumed from an `EntryCursor` (timestamp, uuid): it has column keys only. */
 export function isKeysetOrder(order: readonly EntryOrderKey[] | undefined): boolean {
   return (order ?? OLDEST_FIRST).every((key) => 'column' in key);
+}
+
+/**
+ * walksByIndex tells whether each page of a walk of `query` is one seek of an index and a read of the
+ * page: a keyset order, no offset, no condition beyond the filter's states, and a timestamp range only
+ * when the order starts with the timestamp (else the range is tested on each row the order visits).
+ */
+export function walksByIndex(query: EntryListQuery): boolean {
+  const ranged = query.range !== undefined || query.filter?.after !== undefined || query.filter?.before !== undefined;
+  const plain = query.where === undefined && !query.offset && !query.filter?.q && !query.filter?.singleLine;
+  return plain && isKeysetOrder(query.order) && (!ranged || startsWithTimestamp(query.order ?? OLDEST_FIRST));
 }
 
 /**
@@ -112,12 +131,14 @@ export class EntryQuery {
 
   /**
    * select is the query of a list: the matching entries, in its (total) order, after its cursor,
-   * offset and limit applied; through `db` and with `check` first when run with a time limit.
+   * offset and limit applied; through `db` and with `check` first when run with a time limit. `resume`,
+   * the order-key values of the entry a walk's previous page ended on, takes the cursor's place.
    */
-  select(query: EntryListQuery, db = this.db, check?: Expression<SqlBool>) {
+  select(query: EntryListQuery, db = this.db, check?: Expression<SqlBool>, resume?: readonly unknown[]) {
     const order = totalOrder(query.order);
-    let select = this.matching(query, db, check);
-    if (query.after) select = select.where(afterValues(order, cursorValues(order, query.after)));
+    const values = resume ?? (query.after ? cursorValues(order, query.after) : undefined);
+    let select = this.matching(query, db, check, order, values);
+    if (values) select = select.where(afterValues(order, values));
     for (const key of order) select = select.orderBy(keyExpression(key), key.direction);
     if (query.limit !== undefined) select = select.limit(query.limit);
     if (query.offset) {
@@ -128,8 +149,19 @@ export class EntryQuery {
     return select;
   }
 
-  /** matching is the unordered set of entries a list query's filter and condition select. */
-  private matching({ filter = {}, where, scanText }: EntryListQuery, db: Kysely<DB>, check?: Expression<SqlBool>) {
+  /**
+   * matching is the unordered set of entries a list query's filter and condition select, with the
+   * lower and upper bound of the timestamp (from `after`/`before`, `range` and, when the order starts
+   * with the timestamp, the cursor `values`) as one condition each, so that the index range starts at
+   * the tightest of them (see timestampBounds).
+   */
+  private matching(
+    { filter = {}, where, range, scanText }: EntryListQuery,
+    db: Kysely<DB>,
+    check?: Expression<SqlBool>,
+    order: readonly EntryOrderKey[] = OLDEST_FIRST,
+    values?: readonly unknown[],
+  ) {
     let select = db.selectFrom('entries').select(['entries.uuid', 'entries.text', 'entries.created_at', 'entries.state']);
     const state = filter.state ?? 'visible';
     if (state !== 'any') select = select.where('entries.state', '=', state);
@@ -137,8 +169,7 @@ export class EntryQuery {
     if (check) select = select.where(check);
     const q = filter.q ? searchKey(filter.q) : '';
     if (q !== '') select = select.where(this.quirks.containsText(q, scanText));
-    if (filter.after !== undefined) select = select.where('entries.created_at', '>', filter.after);
-    if (filter.before !== undefined) select = select.where('entries.created_at', '<', filter.before);
+    for (const bound of timestampBounds(filter, range, order, values)) select = select.where(bound);
     if (filter.singleLine) select = select.where('entries.text', 'not like', '%\n%').where('entries.text', 'not like', '%\r%');
     if (where) select = select.where(where);
     return select;
@@ -158,7 +189,7 @@ export class EntryQuery {
   async count(query: EntryListQuery = {}): Promise<number> {
     const { count } = await this.run(query, (db, check) =>
       db
-        .selectFrom(this.select({ filter: query.filter, where: query.where, order: query.order, after: query.after }, db, check).clearOrderBy().as('matches'))
+        .selectFrom(this.select({ filter: query.filter, where: query.where, range: query.range, order: query.order, after: query.after }, db, check).clearOrderBy().as('matches'))
         .select((eb) => eb.fn.countAll<number | string>().as('count'))
         .executeTakeFirstOrThrow(),
     );
@@ -230,10 +261,10 @@ export class EntryQuery {
     const order = totalOrder(query.order);
     const rows = (await this.run(query, (db, check) => {
       // Column keys are read back from the columns selected anyway; only expressions need their own.
-      let select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : { scanText: undefined }) }, db, check).select(
+      // A later page resumes from where the previous one ended, which is past the query's own cursor.
+      const select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : { scanText: undefined }) }, db, check, resume).select(
         order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
       );
-      if (resume) select = select.where(afterValues(order, resume));
       return select.execute();
     })) as unknown as (Record<string, unknown> & Parameters<typeof toListed>[0])[];
     const last = rows[rows.length - 1];
@@ -286,11 +317,57 @@ function afterValues(order: readonly EntryOrderKey[], values: readonly unknown[]
   const condition = sql<SqlBool>`(${sql.join(alternatives, sql` or `)})`;
   // The or-chain alone cannot seek an index on either engine, so each page would scan from the start
   // (a 200,000-entry CSV once took 10 s instead of 1); the redundant bound "first key at or past its
-  // value" lets the index seek straight to the resume point.
+  // value" lets the index seek straight to the resume point. A timestamp first key has its bound in
+  // timestampBounds instead, merged with the filter's.
   const first = order[0]!;
   const firstValue = values[0];
-  if (firstValue === null || firstValue === undefined) return condition;
+  if (firstValue === null || firstValue === undefined || startsWithTimestamp(order)) return condition;
   const expression = keyExpression(first);
   const bound = first.direction === 'asc' ? sql<SqlBool>`${expression} >= ${firstValue}` : sql<SqlBool>`${expression} <= ${firstValue}`;
   return sql<SqlBool>`(${bound} and ${condition})`;
+}
+
+function startsWithTimestamp(order: readonly EntryOrderKey[]): boolean {
+  const first = order[0];
+  return first !== undefined && 'column' in first && first.column === 'created_at';
+}
+
+const CREATED = sql.ref('entries.created_at');
+
+/** A bound parameter as a 64-bit integer: PostgreSQL needs the type where two parameters meet. */
+const bigint = (value: unknown) => sql`cast(${value} as bigint)`;
+
+/**
+ * timestampBounds is at most one lower and one upper bound on the timestamp: the tightest of the
+ * filter's `after`/`before`, the `range`, and the cursor's timestamp when the order starts with it.
+ * An engine seeks its index to one bound per side: SQLite picks one of several, and when it picks the
+ * filter's instead of the cursor's, every page of a walk starts at the beginning of the range, so that
+ * the walk costs the square of its length. The cursor's value is a parameter, not looked at here (an
+ * export page's statement is prepared once and run with each page's cursor), so the larger of it and
+ * the filter's bound is taken in SQL.
+ */
+function timestampBounds(filter: EntryFilter, range: TimestampRange | undefined, order: readonly EntryOrderKey[], values?: readonly unknown[]): Expression<SqlBool>[] {
+  // Timestamps are whole seconds: "after a" is "from floor(a) + 1".
+  const lows = [filter.after === undefined ? undefined : Math.floor(filter.after) + 1, range?.from].filter((v) => v !== undefined);
+  const highs = [filter.before === undefined ? undefined : Math.ceil(filter.before) - 1, range?.to].filter((v) => v !== undefined);
+  const low = lows.length === 0 ? undefined : Math.max(...lows);
+  const high = highs.length === 0 ? undefined : Math.min(...highs);
+  let cursorLow: unknown;
+  let cursorHigh: unknown;
+  if (values !== undefined && startsWithTimestamp(order) && values[0] !== null && values[0] !== undefined) {
+    if (order[0]!.direction === 'asc') cursorLow = values[0];
+    else cursorHigh = values[0];
+  }
+  const bounds: Expression<SqlBool>[] = [];
+  if (cursorLow !== undefined && low !== undefined) {
+    bounds.push(sql<SqlBool>`${CREATED} >= (case when ${bigint(cursorLow)} > ${bigint(low)} then ${bigint(cursorLow)} else ${bigint(low)} end)`);
+  } else if (cursorLow !== undefined || low !== undefined) {
+    bounds.push(sql<SqlBool>`${CREATED} >= ${cursorLow ?? low}`);
+  }
+  if (cursorHigh !== undefined && high !== undefined) {
+    bounds.push(sql<SqlBool>`${CREATED} <= (case when ${bigint(cursorHigh)} < ${bigint(high)} then ${bigint(cursorHigh)} else ${bigint(high)} end)`);
+  } else if (cursorHigh !== undefined || high !== undefined) {
+    bounds.push(sql<SqlBool>`${CREATED} <= ${cursorHigh ?? high}`);
+  }
+  return bounds;
 }

@@ -34,7 +34,7 @@ import { ODataRequestError } from '../domain/odata/errors.ts';
 import { MAX_PARAMETERS } from '../domain/odata/limits.ts';
 import type { ComparisonOperator, ExpressionNode, LiteralNode, OrderByItem } from '../domain/odata/expression.ts';
 import { propertyNamed, PROPERTY_NAMES, type EdmType } from '../domain/odata/model.ts';
-import type { EntryOrderKey } from './entry-query.ts';
+import type { EntryOrderKey, TimestampRange } from './entry-query.ts';
 
 export interface CompileContext {
   quirks: EngineQuirks;
@@ -58,6 +58,8 @@ interface Value {
 interface Predicate {
   kind: 'predicate';
   sql: Expression<SqlBool>;
+  /** Set when the condition is exactly "the timestamp is within these bounds" (a comparison with a literal). */
+  range?: TimestampRange;
 }
 
 type Compiled = Value | Predicate;
@@ -189,25 +191,24 @@ class Compiler {
    * flat SQL list, so that long chains do not nest parentheses as deep as they are long.
    */
   private logical(node: Extract<ExpressionNode, { kind: 'logical' }>): Predicate {
+    return combine(this.operands(node, node.operator), node.operator);
+  }
+
+  /** operands compiles the operands of a chain of `operator` (a single operand when `node` is none). */
+  operands(node: ExpressionNode, operator: 'and' | 'or'): Predicate[] {
     const operands: ExpressionNode[] = [];
     const roles: string[] = [];
     let current: ExpressionNode = node;
-    while (current.kind === 'logical' && current.operator === node.operator) {
+    while (current.kind === 'logical' && current.operator === operator) {
       operands.push(current.right);
       roles.push(`${current.operator}${at(current)}`);
       current = current.left;
     }
     operands.push(current);
-    roles.push(roles[roles.length - 1]!);
+    roles.push(roles[roles.length - 1] ?? 'The $filter');
     operands.reverse();
     roles.reverse();
-    const parts = operands.map((operand, i) => this.predicate(operand, roles[i]!));
-    const absorbing = node.operator === 'and' ? FALSE : TRUE;
-    if (parts.includes(absorbing)) return absorbing;
-    const kept = parts.filter((p) => p !== (node.operator === 'and' ? TRUE : FALSE));
-    if (kept.length === 0) return node.operator === 'and' ? TRUE : FALSE;
-    if (kept.length === 1) return kept[0]!;
-    return { kind: 'predicate', sql: sql<SqlBool>`(${sql.join(kept.map((p) => p.sql), node.operator === 'and' ? sql` and ` : sql` or `)})` };
+    return operands.map((operand, i) => this.predicate(operand, roles[i]!));
   }
 
   private literal(node: LiteralNode): Compiled {
@@ -295,21 +296,25 @@ class Compiler {
   private compareValues(left: Value, operator: ComparisonOperator, right: Value, node: ExpressionNode): Predicate {
     let rightSql = right.sql;
     let op = operator;
+    let literalValue = right.literal?.value;
     if (right.literal?.type === 'Edm.DateTime') {
       // `created` is stored in whole seconds; an instant with a fraction of a second falls between two
       // of them, which decides every comparison without a non-integer parameter.
       const seconds = right.literal.value / 1000;
       if (Number.isInteger(seconds)) {
-        rightSql = this.param(seconds, node);
+        literalValue = seconds;
       } else if (op === 'eq' || op === 'ne') {
         return op === 'eq' ? FALSE : TRUE;
       } else {
         const gt = op === 'gt' || op === 'ge';
-        rightSql = this.param(gt ? Math.floor(seconds) : Math.ceil(seconds), node);
+        literalValue = gt ? Math.floor(seconds) : Math.ceil(seconds);
         op = gt ? 'gt' : 'lt';
       }
+      rightSql = this.param(literalValue, node);
     }
-    if (!left.nullable && !right.nullable) return { kind: 'predicate', sql: sql<SqlBool>`${left.sql} ${sql.raw(SQL_OPERATOR[op])} ${rightSql}` };
+    if (!left.nullable && !right.nullable) {
+      return { kind: 'predicate', sql: sql<SqlBool>`${left.sql} ${sql.raw(SQL_OPERATOR[op])} ${rightSql}`, ...timestampRange(left, op, right.literal ? literalValue : undefined) };
+    }
     // Two nulls are equal, a null and a value are not; a null is in no order. Each side appears once.
     if (op === 'eq') return { kind: 'predicate', sql: sql<SqlBool>`(${left.sql} is not distinct from ${rightSql})` };
     if (op === 'ne') return { kind: 'predicate', sql: sql<SqlBool>`(${left.sql} is distinct from ${rightSql})` };
@@ -418,6 +423,38 @@ class Compiler {
   }
 }
 
+/**
+ * timestampRange is the range a comparison of the timestamp column with an integer literal (or an
+ * instant, already in whole seconds) selects, so that the entry query can seek its index to it.
+ */
+function timestampRange(left: Value, op: ComparisonOperator, value: unknown): { range: TimestampRange } | Record<never, never> {
+  if (left.column !== 'created_at' || typeof value !== 'number' || !Number.isInteger(value)) return {};
+  switch (op) {
+    case 'eq':
+      return { range: { from: value, to: value } };
+    case 'gt':
+      return { range: { from: value + 1 } };
+    case 'ge':
+      return { range: { from: value } };
+    case 'lt':
+      return { range: { to: value - 1 } };
+    case 'le':
+      return { range: { to: value } };
+    case 'ne':
+      return {};
+  }
+}
+
+/** combine joins compiled conditions with `and` or `or`, dropping what cannot change the answer. */
+function combine(parts: Predicate[], operator: 'and' | 'or'): Predicate {
+  const absorbing = operator === 'and' ? FALSE : TRUE;
+  if (parts.includes(absorbing)) return absorbing;
+  const kept = parts.filter((p) => p !== (operator === 'and' ? TRUE : FALSE));
+  if (kept.length === 0) return operator === 'and' ? TRUE : FALSE;
+  if (kept.length === 1) return kept[0]!;
+  return { kind: 'predicate', sql: sql<SqlBool>`(${sql.join(kept.map((p) => p.sql), operator === 'and' ? sql` and ` : sql` or `)})` };
+}
+
 function compareLiterals(left: LiteralNode, operator: ComparisonOperator, right: LiteralNode): boolean {
   const a = left.value as string | number;
   const b = right.value as string | number;
@@ -440,6 +477,34 @@ function compareLiterals(left: LiteralNode, operator: ComparisonOperator, right:
 /** compileFilter turns a parsed `$filter` into a condition on `entries`. */
 export function compileFilter(node: ExpressionNode, context: CompileContext): Expression<SqlBool> {
   return new Compiler(context, '$filter').predicate(node, 'The $filter').sql;
+}
+
+/** A `$filter` as the entry query takes it: the timestamp's range, and the condition on the rest. */
+export interface CompiledFilter {
+  range?: TimestampRange;
+  where?: Expression<SqlBool>;
+}
+
+/**
+ * compileFilterWithRange turns a parsed `$filter` into the range of the timestamp its top-level `and`
+ * chain asks for (`timestamp gt …`, `created lt datetime'…'`) and a condition for the rest, so that the
+ * entry query seeks its index to the tighter of the range and a walk's cursor (a walk with such a
+ * filter then costs the same for every page). Together they select what compileFilter's condition does.
+ */
+export function compileFilterWithRange(node: ExpressionNode, context: CompileContext): CompiledFilter {
+  const rest: Predicate[] = [];
+  let range: TimestampRange | undefined;
+  for (const part of new Compiler(context, '$filter').operands(node, 'and')) {
+    if (part.range === undefined) {
+      rest.push(part);
+      continue;
+    }
+    range ??= {};
+    if (part.range.from !== undefined) range.from = Math.max(range.from ?? part.range.from, part.range.from);
+    if (part.range.to !== undefined) range.to = Math.min(range.to ?? part.range.to, part.range.to);
+  }
+  const where = rest.length === 0 ? undefined : combine(rest, 'and');
+  return { ...(range ? { range } : {}), ...(where && where !== TRUE ? { where: where.sql } : {}) };
 }
 
 /**

@@ -9,7 +9,7 @@
 import type { EngineQuirks } from '../db/dialects/quirks.ts';
 import type { EntryCursor } from '../domain/entry-selection.ts';
 import type { ExpressionNode, OrderByItem } from '../domain/odata/expression.ts';
-import { compileFilter, compileOrderBy, type CompileContext } from './odata-filter.ts';
+import { compileFilterWithRange, compileOrderBy, type CompileContext } from './odata-filter.ts';
 import type { EntryListQuery, EntryQuery, ListedEntry } from './entry-query.ts';
 
 /** The entries an OData request selects, before compiling. */
@@ -48,7 +48,7 @@ export type ODataAnswer<R extends ODataRead> = R extends { kind: 'list' } ? List
 /** listQueryOf compiles a selection for the entry query; an invalid one throws ODataRequestError (a 400). */
 export function listQueryOf(selection: ODataSelection, context: CompileContext): EntryListQuery {
   const query: EntryListQuery = {};
-  if (selection.filter) query.where = compileFilter(selection.filter, context);
+  if (selection.filter) Object.assign(query, compileFilterWithRange(selection.filter, context));
   if (selection.orderBy) query.order = compileOrderBy(selection.orderBy, context);
   if (selection.after) query.after = selection.after;
   if (selection.offset) query.offset = selection.offset;
@@ -68,7 +68,7 @@ export async function runODataRead<R extends ODataRead>(
       return (await entries.list({ ...query, limit: read.limit, timeLimitMs: read.timeLimitMs })) as ODataAnswer<R>;
     case 'count':
       // A count counts what the filter selects, across every page.
-      return (await entries.count({ where: query.where, timeLimitMs: read.timeLimitMs })) as ODataAnswer<R>;
+      return (await entries.count({ where: query.where, range: query.range, timeLimitMs: read.timeLimitMs })) as ODataAnswer<R>;
     case 'page':
       return (await entries.listPage({ ...query, ...(read.timeLimitMs === undefined ? {} : { timeLimitMs: read.timeLimitMs }) }, read.limit, read.resume)) as ODataAnswer<R>;
   }

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importFile } from '../../src/import/import-file.ts';
+import { IMPORT_BATCH, ImportInterruptedError, importFile } from '../../src/import/import-file.ts';
+import type { Storage } from '../../src/storage/index.ts';
 import { createTestApp, type TestContext } from '../helper.ts';
 
 describe('nonsense import', () => {
@@ -157,5 +159,81 @@ describe('nonsense import', () => {
     fs.writeFileSync(file, 'One more line from a data file\n');
     await expect(importFile(target.storage, file)).rejects.toThrow(/--format/);
     expect(await importFile(target.storage, file, { format: 'txt' })).toEqual({ added: 1, skipped: 0, undefinedVariables: [] });
+  });
+
+  // Thousands of entries, written twice on a busy machine.
+  describe('a file of several batches', { timeout: 120_000 }, () => {
+    const rows = IMPORT_BATCH * 2 + 500;
+    const uuidOf = (i: number) => `bbbbbbbb-0000-4000-8000-${String(i).padStart(12, '0')}`;
+    const csv = (count: number, last = '') =>
+      'uuid,nonsense,original_nonsense,timestamp\r\n' +
+      Array.from({ length: count }, (_, i) => `${uuidOf(i)},Batch row ${i},,${1_700_000_000 + i}\r\n`).join('') +
+      last;
+    /** How many entries the export delivers. */
+    const exported = async (t: TestContext) => (await t.app.inject('/api/v1/nonsense?format=json')).json().length as number;
+
+    it('writes every entry of a file larger than a batch, and refreshes the statistics on PostgreSQL', async () => {
+      const fresh = await createTestApp();
+      try {
+        const file = path.join(fresh.dir, 'many.csv');
+        fs.writeFileSync(file, csv(rows));
+        const analyzed = async () => {
+          if (fresh.database.quirks.engine !== 'postgres') return 0;
+          const { rows: stats } = await sql<{ count: string }>`select analyze_count as count from pg_stat_user_tables where relname = 'entries'`.execute(fresh.database.db);
+          return Number(stats[0]!.count);
+        };
+        const before = await analyzed();
+        const result = await importFile(fresh.storage, file);
+        expect(result).toEqual({ added: rows, skipped: 0, undefinedVariables: [] });
+        expect(await exported(fresh)).toBe(rows);
+        if (fresh.database.quirks.engine === 'postgres') expect(await analyzed()).toBeGreaterThan(before);
+        expect(await importFile(fresh.storage, file)).toMatchObject({ added: 0, skipped: rows });
+      } finally {
+        await fresh.close();
+      }
+    });
+
+    it('imports nothing when a row after several batches is bad', async () => {
+      const fresh = await createTestApp();
+      try {
+        const file = path.join(fresh.dir, 'late-error.csv');
+        fs.writeFileSync(file, csv(rows, `${uuidOf(rows)},"  ",,1\r\n`));
+        await expect(importFile(fresh.storage, file)).rejects.toThrow(`${file} line ${rows + 2}: the text is empty`);
+        expect(await exported(fresh)).toBe(0);
+      } finally {
+        await fresh.close();
+      }
+    });
+
+    it('keeps the batches written before an interruption, says how far it got, and the same import adds the rest', async () => {
+      const fresh = await createTestApp();
+      try {
+        const file = path.join(fresh.dir, 'interrupted.csv');
+        fs.writeFileSync(file, csv(rows));
+        // The second batch's transaction fails, as on a full disk.
+        let calls = 0;
+        const entries = new Proxy(fresh.storage.entries, {
+          get(target, name, receiver) {
+            if (name !== 'insertEntries') return Reflect.get(target, name, receiver) as unknown;
+            return (batch: Parameters<typeof target.insertEntries>[0]) => {
+              if (++calls === 2) return Promise.reject(new Error('database or disk is full'));
+              return target.insertEntries(batch);
+            };
+          },
+        });
+        const failing = { ...fresh.storage, entries } as Storage;
+        const error = await importFile(failing, file).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ImportInterruptedError);
+        expect((error as ImportInterruptedError).message).toBe(
+          `${file}: the import stopped while writing (database or disk is full); ${IMPORT_BATCH} entries were added and 0 skipped (already present), ` +
+            `through ${file} line ${IMPORT_BATCH + 1}. Run the same command again to import the rest: entries already present are skipped.`,
+        );
+        expect(await exported(fresh)).toBe(IMPORT_BATCH);
+        expect(await importFile(fresh.storage, file)).toMatchObject({ added: rows - IMPORT_BATCH, skipped: IMPORT_BATCH });
+        expect(await exported(fresh)).toBe(rows);
+      } finally {
+        await fresh.close();
+      }
+    });
   });
 });

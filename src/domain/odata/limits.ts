@@ -36,8 +36,9 @@ export const MAX_ORDER_KEYS = 8;
 export const TIME_LIMIT_MS = 800;
 
 /**
- * The database time of each later page of an `all=true` walk with a `$filter`, an expression order or
- * a `$skip` (a walk by index without them costs little, the same for every page, and has no limit).
+ * The database time of each later page of an `all=true` walk with a `$filter` (beyond comparisons of
+ * the timestamp with literals), an expression order or a `$skip` (a walk by index without them costs
+ * little, the same for every page, and has no limit).
  * Past it the feed is aborted. Wider than TIME_LIMIT_MS: the first page has shown what a page costs,
  * and a busy machine must not cut a long download short.
  */

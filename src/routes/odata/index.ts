@@ -23,7 +23,7 @@ import { JSON_CONTENT_TYPE, jsonEntry, jsonFeed } from '../../formats/odata/json
 import { METADATA_CONTENT_TYPE, metadataDocument, SERVICE_CONTENT_TYPE, jsonServiceDocument, serviceDocument } from '../../formats/odata/metadata.ts';
 import { notModified, revisionTag } from '../../http/cache.ts';
 import { setRouteClass } from '../../http/route-classes.ts';
-import { isKeysetOrder, STREAM_PAGE_SIZE, TimeLimitError, type EntryListQuery } from '../../storage/entry-query.ts';
+import { isKeysetOrder, STREAM_PAGE_SIZE, TimeLimitError, walksByIndex, type EntryListQuery } from '../../storage/entry-query.ts';
 import type { EntryRecord } from '../../domain/records.ts';
 import { absoluteBase } from '../../plugins/links.ts';
 import { UNSHARED, type FairShare } from '../../plugins/fair-share.ts';
@@ -167,8 +167,8 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
     if (query.skipToken && !keyset) {
       throw new ODataRequestError('$skiptoken only continues an order by timestamp, created or uuid; follow the next link as given.');
     }
-    // A walk by index without a condition or offset costs the same small amount per page.
-    return { ...selection, keyset, walksByIndex: listQuery.where === undefined && !listQuery.offset && keyset };
+    // A walk by index (no condition but a timestamp range, no offset) costs the same small amount per page.
+    return { ...selection, keyset, walksByIndex: walksByIndex(listQuery) };
   }
 
   async function collection(request: FastifyRequest, reply: FastifyReply, query: ODataQuery, format: ODataFormat, serviceRoot: string, timeLeft: () => number) {
