@@ -7,9 +7,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { STATUS_CODES } from 'node:http';
-import { databaseUnavailable, readWorkersRefused } from '../metrics/registry.ts';
+import { databaseUnavailable } from '../metrics/registry.ts';
 import { Problem } from '../schemas/api.ts';
-import { ReadWorkersBusy } from '../services/read-workers/index.ts';
+import { PoolBusy } from '../services/worker-pool/index.ts';
 import { EXPECTS } from '../schemas/validator.ts';
 import { isSitePath, prefersHtml, sendErrorPage } from '../web/error-page.ts';
 
@@ -296,10 +296,7 @@ export function classifyError(error: FastifyError, request: FastifyRequest): Err
   }
   const known = describeFrameworkError(error, request);
   if (known) return known;
-  if (error instanceof ReadWorkersBusy) {
-    readWorkersRefused.inc();
-    return { status: 503, detail: error.message, headers: { 'retry-after': String(error.retryAfterSeconds) } };
-  }
+  if (error instanceof PoolBusy) return { status: 503, detail: error.message, headers: error.headers };
   if (isDatabaseUnavailable(error)) {
     databaseUnavailable.inc();
     request.log.warn({ reqId: request.id, method: request.method, url: request.url, err: error }, 'database unavailable');
