@@ -26,7 +26,6 @@ import type { FastifyInstance, FastifyServerFactory, RouteOptions } from 'fastif
 import type { RouteSeries } from '../metrics/requests.ts';
 import { COMMON_HEADERS, requestId } from './headers.ts';
 import { etagMatches } from '../http/cache.ts';
-import { dropIdleConnections } from './idle-connections.ts';
 import { routeSeries } from './metrics.ts';
 
 /**
@@ -252,11 +251,10 @@ export class FastLane {
     const server = http.createServer(options.http ?? {}, (request, response) => {
       if (!this.serve(request, response)) fastifyHandler(request, response);
     });
-    // What Fastify sets on the server it creates itself (fastify/lib/server.js), the idle timeout aside.
+    // What Fastify sets on the server it creates itself (fastify/lib/server.js).
     server.keepAliveTimeout = options.keepAliveTimeout;
     server.requestTimeout = options.requestTimeout;
-    // Fastify's connectionTimeout, without Node's timer per request (idle-connections.ts).
-    if (options.connectionTimeout > 0) dropIdleConnections(server, options.connectionTimeout);
+    if (options.connectionTimeout > 0) server.setTimeout(options.connectionTimeout);
     if (typeof options.maxRequestsPerSocket === 'number' && options.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket;
     return server;
   };
