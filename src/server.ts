@@ -9,7 +9,6 @@ import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/
 import { loadDemo } from './demo/load-demo.ts';
 import { createCardService } from './services/cards/index.ts';
 import { galaxyBehind, GalaxyBackground } from './services/galaxy/background.ts';
-import { limitHeapGrowth } from './heap-growth.ts';
 import { connectionBudget, connectionLimits, descriptorLimit, limitConnections } from './plugins/connections.ts';
 import { compilePendingSchemas } from './runtime/compile-later.ts';
 import { createStorage } from './storage/index.ts';
@@ -43,7 +42,6 @@ export function isLoopback(host: string): boolean {
 
 /** startServer serves the API until SIGTERM or SIGINT. */
 export async function startServer(config: Config): Promise<FastifyInstance> {
-  limitHeapGrowth();
   const { database, migrated } = await prepareDatabase(config);
   const storage = createStorage(database);
   const cards = createCardService(config);
