@@ -10,7 +10,7 @@ import { defineConfig } from 'vitest/config';
 
 const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** Parsers, serialisers and rules: no database, no engine to repeat them on. */
-const UNIT = ['test/domain/**/*.test.ts', 'test/formats/**/*.test.ts', 'test/config.test.ts', 'test/odata/expression.test.ts', 'test/odata/xml.test.ts'];
+const UNIT = ['test/domain/**/*.test.ts', 'test/lib/**/*.test.ts', 'test/formats/**/*.test.ts', 'test/config.test.ts', 'test/odata/expression.test.ts', 'test/odata/xml.test.ts'];
 const ON_BOTH_ENGINES = ['test/routes/**/*.test.ts', 'test/storage/**/*.test.ts', 'test/import/**/*.test.ts', 'test/odata/**/*.test.ts', 'test/fuzz/**/*.test.ts', 'test/hardening/query-plans.test.ts'];
 
 /**

@@ -1,8 +1,6 @@
 #!/usr/bin/env node
 // Entry point of the `nonsense` command: runs the compiled service in dist/, which `npm install`
 // builds (the `prepare` script) and `npm run build` rebuilds. No TypeScript is compiled at run time.
-// `serve` sets V8's heap growing factor for itself (src/heap-growth.ts), so that it applies however
-// the service is started; `node --heap-growing-percent=N bin/nonsense.js serve` keeps N instead.
 // `npm start` sets glibc's allocator settings in the environment, which a process cannot change for
 // itself once started (docs/deployment.md, "Memory: the allocator's settings"), and `exec`s node so
 // that signals reach it; a process manager or container sets the same environment and runs this file

@@ -110,15 +110,8 @@ export async function buildApp({ config, storage, cards, logger, readWorkers = t
   app.decorate('config', config);
   app.decorate('storage', storage);
   app.decorate('fastLane', lane);
-  app.addHook('onReady', (done) => {
-    lane.setOpen(true);
-    done();
-  });
-  // From here on Fastify answers every request, with 503 and `Connection: close` while it closes.
-  app.addHook('preClose', (done) => {
-    lane.setOpen(false);
-    done();
-  });
+  // Opens with the app, once it has checked that it mirrors every hook of its routes.
+  lane.attach(app);
   if (cards === undefined) {
     const own = createCardService(config);
     app.decorate('cards', own);

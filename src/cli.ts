@@ -2,8 +2,8 @@
  * The `nonsense` command line. Every command reads the same environment as the server
  * (DATABASE_URL and the rest), through the same configuration module.
  */
-// First: it must run before the first full garbage collection (tick-shape.ts).
-import './tick-shape.ts';
+// First: it must run before the first full garbage collection (runtime/tick-shape.ts).
+import './runtime/tick-shape.ts';
 import fs from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';

@@ -9,9 +9,8 @@ import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/
 import { loadDemo } from './demo/load-demo.ts';
 import { createCardService } from './services/cards/index.ts';
 import { galaxyBehind, GalaxyBackground } from './services/galaxy/background.ts';
-import { limitHeapGrowth } from './heap-growth.ts';
 import { connectionBudget, connectionLimits, descriptorLimit, limitConnections } from './plugins/connections.ts';
-import { compilePendingSchemas } from './schemas/compile-later.ts';
+import { compilePendingSchemas } from './runtime/compile-later.ts';
 import { createStorage } from './storage/index.ts';
 
 /** How long in-flight requests may take to finish after SIGTERM/SIGINT. */
@@ -43,7 +42,6 @@ export function isLoopback(host: string): boolean {
 
 /** startServer serves the API until SIGTERM or SIGINT. */
 export async function startServer(config: Config): Promise<FastifyInstance> {
-  limitHeapGrowth();
   const { database, migrated } = await prepareDatabase(config);
   const storage = createStorage(database);
   const cards = createCardService(config);
@@ -135,9 +133,9 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   // connection reset in the backlog): Node emits them on the server, and without a listener they
   // would end the process. The connections already open go on, and accepting resumes by itself.
   app.server.on('error', (error) => app.log.error({ err: error }, 'a connection could not be accepted'));
-  // Request and response schemas compile on first use; the rest in the background (schemas/compile-later.ts),
-  // from a second after listening: begun at once, the first of them (Ajv's meta-schema, about 100 ms on a
-  // slow host) kept the first requests waiting (docs/performance.md, "Start").
+  // Request and response schemas compile on first use; the rest in the background (runtime/compile-later.ts),
+  // from a second after listening: begun at once, the first of them (Ajv's meta-schema) kept the first
+  // requests waiting.
   // Then the API document and its reference, which are made after the start too (plugins/docs.ts).
   setTimeout(() => {
     compilePendingSchemas()

@@ -179,10 +179,13 @@ export default fp<AccessLogOptions>(
           }
         : (id, method, url, status, ms) => app.log.info({ reqId: id, method, url, status, ms }, 'request');
     // A callback hook: cheaper than an async one on the hot path.
-    app.addHook('onResponse', (request, reply, done) => {
-      write(request.id, request.method, request.url, reply.statusCode, Math.round(reply.elapsedTime * 10) / 10);
-      done();
-    });
+    app.addHook(
+      'onResponse',
+      app.fastLane.mirrors('accessLog', (request, reply, done) => {
+        write(request.id, request.method, request.url, reply.statusCode, Math.round(reply.elapsedTime * 10) / 10);
+        done();
+      }),
+    );
     app.fastLane.logTo(write);
   },
   { name: 'access-log' },

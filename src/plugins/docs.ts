@@ -14,7 +14,7 @@
  * URL: BASE_URL, or the address the document was requested at.
  *
  * Both are made after the start, not during it: the Swagger plugins (and the `yaml` package they
- * load) were a sixth of the time to the first answer (docs/performance.md, "Start"). At start this
+ * load) were a good part of the time to the first answer (src/runtime/README.md). At start this
  * plugin only collects the routes as Fastify declares them; a second Fastify instance, never
  * listening, declares the same routes and serves both, and `/docs` forwards to it. The server builds
  * it in the background once it listens (`prepareDocs`, a step at a time); otherwise (tests, tools)

@@ -14,15 +14,45 @@
  *
  * A route enters the lane from its plugin (`app.fastLane.get(...)`), beside its Fastify declaration,
  * which stays the one the API description and `inject` see.
+ *
+ * The lane cannot drift from Fastify unnoticed: every hook Fastify would run for a lane route must be
+ * one the lane mirrors (MIRRORED), marked so where it is added (`mirrors`), and the route may have no
+ * options but the ones in ROUTE_OPTIONS; otherwise the app refuses to start and says which hook or
+ * option the lane does not mirror (`attach`).
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { FastifyServerFactory } from 'fastify';
+import type { FastifyInstance, FastifyServerFactory, RouteOptions } from 'fastify';
 import type { RouteSeries } from '../metrics/requests.ts';
 import { COMMON_HEADERS, requestId } from './headers.ts';
 import { etagMatches } from '../http/cache.ts';
-import { dropIdleConnections } from './idle-connections.ts';
 import { routeSeries } from './metrics.ts';
+
+/**
+ * What the lane does in place of the hooks Fastify runs for its routes, one invariant each: a hook on
+ * a lane route must be marked with the invariant it keeps (`FastLane.mirrors`). The route's own
+ * answer (status, body, its headers, its 304) is the route handler's, given to the lane beside it.
+ */
+export const MIRRORED = {
+  metrics: 'the latency series of the route in /metrics (plugins/metrics.ts): observed by serve()',
+  commonHeaders: 'the request id, CORS and security headers (plugins/headers.ts): COMMON_HEADERS in every answer',
+  overload: 'the refusal under sustained pressure (plugins/overload.ts): its admission leaves the request to Fastify',
+  rateLimit: 'the read budget and its RateLimit headers (plugins/rate-limits.ts): its admission spends it',
+  accessLog: 'one access-log line a request (plugins/access-log.ts): logTo',
+} as const;
+
+export type Invariant = keyof typeof MIRRORED;
+
+/**
+ * The options a lane route may be declared with: none of them changes what a lane request gets.
+ * Fastify fills in `logLevel` and `attachValidation` for every route; the lane logs only its access
+ * line, and its paths are the valid ones.
+ */
+const ROUTE_OPTIONS = new Set(['method', 'url', 'path', 'prefix', 'routePath', 'handler', 'schema', 'config', 'exposeHeadRoute', 'prefixTrailingSlash', 'logLevel', 'attachValidation']);
+/** The keys Fastify and its plugins put in a lane route's `config`. */
+const ROUTE_CONFIG = new Set(['url', 'method']);
+/** The hooks Fastify runs for a request of a route (fastify/lib/hooks.js, `lifecycleHooks`). */
+const REQUEST_HOOKS = ['onTimeout', 'onRequest', 'preParsing', 'preValidation', 'preSerialization', 'preHandler', 'onSend', 'onResponse', 'onError', 'onRequestAbort'] as const;
 
 /** What a lane route answers: a status, its own headers (a flat list of lower-case names and values) and a body. */
 export interface LaneAnswer {
@@ -51,6 +81,25 @@ export type AccessLogWriter = (id: string, method: string, url: string, status: 
 interface LaneRoute {
   readonly handler: LaneHandler;
   readonly series: RouteSeries;
+  /** The Fastify route pattern it answers for. */
+  readonly label: string;
+}
+
+/**
+ * hooksOf reads the request hooks `instance` gives the routes it declares. Fastify keeps them under a
+ * symbol of its own ('fastify.hooks'); without it (another Fastify) the check cannot be made, and
+ * says so instead of passing.
+ */
+function hooksOf(instance: FastifyInstance): Partial<Record<string, unknown[]>> | undefined {
+  const symbol = Object.getOwnPropertySymbols(instance).find((s) => s.description === 'fastify.hooks');
+  const hooks = symbol === undefined ? undefined : (instance as unknown as Record<symbol, unknown>)[symbol];
+  return typeof hooks === 'object' && hooks !== null && Array.isArray((hooks as { onRequest?: unknown }).onRequest) ? (hooks as Partial<Record<string, unknown[]>>) : undefined;
+}
+
+/** describeHook names a hook for the refusal: its name, or the start of its code. */
+function describeHook(hook: unknown): string {
+  if (typeof hook !== 'function') return String(hook);
+  return hook.name !== '' ? `\`${hook.name}\`` : `\`${String(hook).replace(/\s+/g, ' ').slice(0, 80)}\``;
 }
 
 /**
@@ -93,13 +142,17 @@ export class FastLane {
   private accessLog: AccessLogWriter | undefined;
   /** Open from the app's start (onReady) until it begins to close (preClose): Fastify answers outside. */
   private open = false;
+  /** The hooks marked with the invariant the lane keeps in their place. */
+  private readonly mirrored = new WeakMap<object, Invariant>();
+  /** Fastify's GET routes as declared, with the instance that declared them (`attach`). */
+  private readonly declared: { instance: FastifyInstance; route: RouteOptions }[] = [];
 
   /**
    * get adds a GET route: `path` exactly, or with `segment` the path `path` followed by one segment of
    * `segment` characters. `label` is the route pattern of its metrics series, as Fastify names it.
    */
   get(path: string, label: string, handler: LaneHandler, segment?: number): void {
-    const route = { handler, series: routeSeries('GET', label) };
+    const route = { handler, series: routeSeries('GET', label), label };
     if (segment === undefined) this.exact.set(path, route);
     else this.segments.push({ prefix: path, length: path.length + segment, route });
   }
@@ -118,6 +171,76 @@ export class FastLane {
     this.open = open;
   }
 
+  /** mirrors marks `hook` as one whose work the lane does itself, keeping `invariant`; it returns the hook. */
+  mirrors<H extends object>(invariant: Invariant, hook: H): H {
+    this.mirrored.set(hook, invariant);
+    return hook;
+  }
+
+  /**
+   * attach opens the lane when `app` is ready and closes it when the app begins to close. Before it
+   * opens, it checks every lane route's Fastify declaration, and the app refuses to start with an
+   * error naming what the lane does not mirror. Called before any route is declared.
+   */
+  attach(app: FastifyInstance): void {
+    const declared = this.declared;
+    // Fastify calls onRoute with the instance that declares the route, whose hooks the route gets.
+    app.addHook('onRoute', function (this: FastifyInstance, route) {
+      if (([] as string[]).concat(route.method).includes('GET')) declared.push({ instance: this, route });
+    });
+    app.addHook('onReady', (done) => {
+      const unmirrored = this.unmirrored();
+      if (unmirrored.length > 0) {
+        done(
+          new Error(
+            `The fast lane does not mirror what Fastify does for its routes, so it would answer differently: ${unmirrored.join('; ')}. ` +
+              'Mirror it in plugins/fast-lane.ts (and mark the hook with app.fastLane.mirrors), or take the route out of the lane.',
+          ),
+        );
+        return;
+      }
+      this.setOpen(true);
+      done();
+    });
+    // From here on Fastify answers every request, with 503 and `Connection: close` while it closes.
+    app.addHook('preClose', (done) => {
+      this.setOpen(false);
+      done();
+    });
+  }
+
+  /**
+   * unmirrored lists what Fastify would do for a lane route and the lane does not: a request hook not
+   * marked with `mirrors` (the declaring instance's hooks and the route's own, as Fastify joins them
+   * when it gets ready), a route option or a `config` key the lane does not know.
+   */
+  private unmirrored(): string[] {
+    const found: string[] = [];
+    const labels = new Set([...this.exact.values(), ...this.segments.map((s) => s.route)].map((route) => route.label));
+    for (const { instance, route } of this.declared) {
+      if (!labels.has(route.url)) continue;
+      labels.delete(route.url);
+      const at = `GET ${route.url}`;
+      const hooks = hooksOf(instance);
+      if (hooks === undefined) {
+        found.push(`${at}: the hooks of the instance that declares it cannot be read in this Fastify version`);
+        continue;
+      }
+      for (const name of REQUEST_HOOKS) {
+        const own = (route as unknown as Record<string, unknown>)[name];
+        for (const hook of [...(hooks[name] ?? []), ...(own === undefined ? [] : ([] as unknown[]).concat(own))]) {
+          if (!this.mirrored.has(hook as object)) found.push(`${at}: the ${name} hook ${describeHook(hook)}`);
+        }
+      }
+      for (const option of Object.keys(route)) {
+        if (!ROUTE_OPTIONS.has(option) && !(REQUEST_HOOKS as readonly string[]).includes(option) && (route as unknown as Record<string, unknown>)[option] !== undefined) found.push(`${at}: the route option \`${option}\``);
+      }
+      for (const key of Object.keys(route.config ?? {})) if (!ROUTE_CONFIG.has(key)) found.push(`${at}: the route config \`${key}\``);
+    }
+    for (const label of labels) found.push(`${label}: no Fastify GET route declares it`);
+    return found;
+  }
+
   /**
    * serverFactory is Fastify's `serverFactory`: the HTTP server Fastify would create itself, with the
    * same settings, whose requests go through the lane first.
@@ -128,11 +251,10 @@ export class FastLane {
     const server = http.createServer(options.http ?? {}, (request, response) => {
       if (!this.serve(request, response)) fastifyHandler(request, response);
     });
-    // What Fastify sets on the server it creates itself (fastify/lib/server.js), the idle timeout aside.
+    // What Fastify sets on the server it creates itself (fastify/lib/server.js).
     server.keepAliveTimeout = options.keepAliveTimeout;
     server.requestTimeout = options.requestTimeout;
-    // Fastify's connectionTimeout, without Node's timer per request (idle-connections.ts).
-    if (options.connectionTimeout > 0) dropIdleConnections(server, options.connectionTimeout);
+    if (options.connectionTimeout > 0) server.setTimeout(options.connectionTimeout);
     if (typeof options.maxRequestsPerSocket === 'number' && options.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = options.maxRequestsPerSocket;
     return server;
   };

@@ -93,10 +93,13 @@ export function setCommonHeaders(reply: FastifyReply, requestId: string): void {
 export default fp(
   async function headersPlugin(app: FastifyInstance) {
     // A callback hook: cheaper than an async one on the hot path.
-    app.addHook('onRequest', (request, reply, done) => {
-      setCommonHeaders(reply, request.id);
-      done();
-    });
+    app.addHook(
+      'onRequest',
+      app.fastLane.mirrors('commonHeaders', (request, reply, done) => {
+        setCommonHeaders(reply, request.id);
+        done();
+      }),
+    );
 
     // Every OPTIONS request: a preflight (Origin and Access-Control-Request-Method) or not, it gets
     // what a preflight needs. Answered before any route's own hooks (admin authentication), as a

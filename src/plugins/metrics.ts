@@ -59,14 +59,14 @@ function sha256(text: string): Buffer {
 
 export default fp(
   async function metricsPlugin(app: FastifyInstance) {
-    app.addHook('onRequest', (request, reply, done) => {
+    app.addHook('onRequest', app.fastLane.mirrors('metrics', (request, reply, done) => {
       const res = reply.raw as TimedResponse;
       res[kStart] = performance.now();
       res[kRoute] = routeOf(request);
       requestMetrics.inFlight++;
       res.on('close', onClose);
       done();
-    });
+    }));
 
     const stats = app.storage.database.stats?.bind(app.storage.database);
     if (stats) {

@@ -125,7 +125,7 @@ export default fp(
     app.decorate('isUnderPressure', () => sampler.pressure() !== undefined);
     // A callback hook: cheaper than an async one on the hot path. The refusal goes through the app's
     // error handler, so it is problem+json (or the OData error format under /odata).
-    app.addHook('onRequest', (request, _reply, done) => {
+    app.addHook('onRequest', app.fastLane.mirrors('overload', (request, _reply, done) => {
       const pressure = sampler.pressure();
       if (pressure === undefined || EXEMPT.has(request.routeOptions.url ?? '') || !sustained.seen(performance.now())) {
         done();
@@ -134,7 +134,7 @@ export default fp(
       overloaded.inc({ reason: pressure.type });
       request.log.warn({ reqId: request.id, type: pressure.type, value: pressure.value }, 'overloaded: request refused');
       done(new HttpProblem(503, `The service is overloaded; try again in ${OVERLOAD_RETRY_AFTER_S} s.`, {}, { 'retry-after': String(OVERLOAD_RETRY_AFTER_S) }));
-    });
+    }));
     // Under pressure, the fast lane leaves its requests to the hook above, which decides.
     app.fastLane.admit(() => !app.isUnderPressure());
   },

@@ -10,10 +10,10 @@ import { STATUS_CODES } from 'node:http';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { formatBytes } from '../domain/bytes.ts';
 import { HttpProblem, methodNotAllowed, shortPath } from '../http/problem.ts';
-import { databaseUnavailable, readWorkersRefused } from '../metrics/registry.ts';
+import { databaseUnavailable } from '../metrics/registry.ts';
 import { Problem } from '../schemas/api.ts';
 import { describeValidation } from '../schemas/validation-wording.ts';
-import { ReadWorkersBusy } from '../services/read-workers/index.ts';
+import { PoolBusy } from '../services/worker-pool/index.ts';
 import { allowedMethods } from './allowed-methods.ts';
 import { sendProblem } from './send-problem.ts';
 
@@ -61,10 +61,7 @@ export function classifyError(error: FastifyError, request: FastifyRequest): Err
   }
   const known = describeFrameworkError(error, request);
   if (known) return known;
-  if (error instanceof ReadWorkersBusy) {
-    readWorkersRefused.inc();
-    return { status: 503, detail: error.message, headers: { 'retry-after': String(error.retryAfterSeconds) } };
-  }
+  if (error instanceof PoolBusy) return { status: 503, detail: error.message, headers: error.headers };
   if (isDatabaseUnavailable(error)) {
     databaseUnavailable.inc();
     request.log.warn({ reqId: request.id, method: request.method, url: request.url, err: error }, 'database unavailable');

@@ -8,6 +8,7 @@
  * It speaks @fastify/rate-limit's store interface (`incr`, `read`, `child`), with the semantics of its
  * LocalStore minus the options this service does not use (ban, backoff, continueExceeding).
  */
+import { BudgetedLru } from '../lib/budgeted-lru.ts';
 
 /** What one counter costs: the key (`read:` and an address, UTF-16), the counter object and the Map entry. */
 export const COUNTER_BYTES = 200;
@@ -21,7 +22,7 @@ interface Counter {
 
 /** BudgetedStore holds one budget's counters; `child` makes the store of another budget. */
 export class BudgetedStore {
-  private readonly counters = new Map<string, Counter>();
+  private readonly counters: BudgetedLru<string, Counter>;
 
   constructor(
     /** The most counters this store keeps. */
@@ -29,6 +30,7 @@ export class BudgetedStore {
     private readonly stores: Set<BudgetedStore>,
     private readonly now: () => number = Date.now,
   ) {
+    this.counters = new BudgetedLru(capacity * COUNTER_BYTES, () => COUNTER_BYTES);
     stores.add(this);
   }
 
@@ -68,7 +70,7 @@ export class BudgetedStore {
 
   /** live is `key`'s counter while its window lasts. */
   private live(key: string, timeWindow: number, now: number): Counter | undefined {
-    const counter = this.counters.get(key);
+    const counter = this.counters.peek(key);
     return counter === undefined || counter.startMs + timeWindow <= now ? undefined : counter;
   }
 
@@ -76,13 +78,8 @@ export class BudgetedStore {
   private count(key: string, timeWindow: number, now: number): { current: number; ttl: number } {
     let counter = this.live(key, timeWindow, now);
     if (counter === undefined) counter = { current: 1, startMs: now };
-    else {
-      counter.current++;
-      // Most recently used last: Map keeps insertion order.
-      this.counters.delete(key);
-    }
+    else counter.current++;
     this.counters.set(key, counter);
-    if (this.counters.size > this.capacity) this.counters.delete(this.counters.keys().next().value!);
     return { current: counter.current, ttl: timeWindow - (now - counter.startMs) };
   }
 }

@@ -152,7 +152,7 @@ export default fp(
         : read;
       if (limit === undefined) return;
       const existing = route.onRequest === undefined ? [] : ([] as onRequestHookHandler[]).concat(route.onRequest as never);
-      route.onRequest = [limit, ...existing];
+      route.onRequest = [app.fastLane.mirrors('rateLimit', limit), ...existing];
     });
   },
   { name: 'rate-limits' },

@@ -1,12 +1,12 @@
 /**
  * How response schemas serialise: Fastify's own compiler (fast-json-stringify, through
  * @fastify/fast-json-stringify-compiler), deferred to the first answer of each route and status
- * (schemas/compile-later.ts). fast-json-stringify builds an Ajv of its own for each schema with a
+ * (runtime/compile-later.ts). fast-json-stringify builds an Ajv of its own for each schema with a
  * choice in it (anyOf, if/then), which made response schemas the larger part of the compiling
  * before the first answer.
  */
 import { SerializerSelector, type SerializerFactory } from '@fastify/fast-json-stringify-compiler';
-import { compileLater } from './compile-later.ts';
+import { compileLater } from '../runtime/compile-later.ts';
 
 const eager = SerializerSelector();
 

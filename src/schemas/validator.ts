@@ -8,12 +8,12 @@
  * stays text and fails its schema. A repeated parameter (`?q=a&q=b`) arrives as a list and fails too,
  * which the description turns into "given more than once". Bodies are JSON and never coerced.
  *
- * Schemas are compiled on first use, not when a route is declared (schemas/compile-later.ts).
+ * Schemas are compiled on first use, not when a route is declared (runtime/compile-later.ts).
  */
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import type { FastifySchema } from 'fastify';
-import { compileLater } from './compile-later.ts';
+import { compileLater } from '../runtime/compile-later.ts';
 
 /** The part of a request a schema checks, named as Fastify names it. */
 export type HttpPart = 'body' | 'querystring' | 'params' | 'headers';

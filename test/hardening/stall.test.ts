@@ -13,7 +13,7 @@ import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePendingSchemas } from '../../src/schemas/compile-later.ts';
+import { compilePendingSchemas } from '../../src/runtime/compile-later.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 const COUNT = 30_000;

@@ -1,7 +1,8 @@
 /**
- * Idle connections (src/plugins/idle-connections.ts), through the server the app's serverFactory makes:
- * a connection with no traffic either way for the timeout is dropped, whether it never sent a request
- * or stopped reading its answer; one with traffic stays, however long its answer takes.
+ * Idle connections, through the server the app's serverFactory makes (plugins/fast-lane.ts), which
+ * sets Fastify's connectionTimeout as Fastify does: a connection with no traffic either way for the
+ * timeout is dropped, whether it never sent a request or stopped reading its answer; one with
+ * traffic stays, however long its answer takes.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import net from 'node:net';

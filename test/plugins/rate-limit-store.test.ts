@@ -2,7 +2,7 @@
  * The in-process rate-limit store: LocalStore's counting within a byte budget, the oldest counters
  * dropped first, and its size in /metrics.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { budgetedStore, COUNTER_BYTES } from '../../src/plugins/rate-limit-store.ts';
 import { createTestApp } from '../helper.ts';
 
@@ -13,17 +13,23 @@ const count = (store: { incr: (key: string, cb: (e: Error | null, r: { current: 
 };
 
 describe('budgetedStore', () => {
-  it('counts per key within the window and starts over after it', async () => {
-    const { Store } = budgetedStore(1024 * 1024, 1);
-    const store = new Store().child();
-    expect(count(store, 'a', 50)).toMatchObject({ current: 1, ttl: 50 });
-    expect(count(store, 'a', 50).current).toBe(2);
-    expect(count(store, 'b', 50).current).toBe(1);
-    let read = { current: -1, ttl: -1 };
-    store.read('a', (_e, r) => (read = r), 50);
-    expect(read.current).toBe(2);
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    expect(count(store, 'a', 50).current).toBe(1);
+  it('counts per key within the window and starts over after it', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      const { Store } = budgetedStore(1024 * 1024, 1);
+      const store = new Store().child();
+      expect(count(store, 'a', 50)).toMatchObject({ current: 1, ttl: 50 });
+      vi.advanceTimersByTime(10);
+      expect(count(store, 'a', 50)).toMatchObject({ current: 2, ttl: 40 });
+      expect(count(store, 'b', 50).current).toBe(1);
+      let read = { current: -1, ttl: -1 };
+      store.read('a', (_e, r) => (read = r), 50);
+      expect(read).toEqual({ current: 2, ttl: 40 });
+      vi.advanceTimersByTime(40);
+      expect(count(store, 'a', 50).current).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('keeps at most its share of the budget, dropping the least recently used', () => {

@@ -9,24 +9,18 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXPORT_PAGE_SIZE } from '../../src/formats/export.ts';
 import type { ReadWorkers } from '../../src/services/read-workers/index.ts';
+import type { TaskPool } from '../../src/services/worker-pool/index.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 const sqlite = process.env.TEST_DATABASE !== 'postgres';
-
-interface Pool {
-  run(task: unknown, options: unknown): Promise<unknown>;
-}
 
 /** gate holds every task of `workers` before its pool until the returned function is called. */
 function gate(workers: ReadWorkers): () => void {
   let open!: () => void;
   const opened = new Promise<void>((resolve) => (open = resolve));
-  const internals = workers as unknown as { piscina(): Promise<Pool> };
-  const real = internals.piscina.bind(workers);
-  const spy = vi.spyOn(internals, 'piscina').mockImplementation(async () => {
-    const pool = await real();
-    return { run: async (task, options) => (await opened, pool.run(task, options)) };
-  });
+  const { pool } = workers as unknown as { pool: TaskPool };
+  const real = pool.run.bind(pool);
+  const spy = vi.spyOn(pool, 'run').mockImplementation(async (...task) => (await opened, real(...task)));
   return () => {
     open();
     spy.mockRestore();
@@ -115,8 +109,8 @@ describe.runIf(sqlite)('the read worker queue', () => {
 
   it('gives the queue back when a task fails', async () => {
     const workers = t.app.readWorkers!;
-    const internals = workers as unknown as { piscina(): Promise<Pool> };
-    const spy = vi.spyOn(internals, 'piscina').mockResolvedValue({ run: () => Promise.reject(new Error('no such table: entries')) });
+    const { pool } = workers as unknown as { pool: TaskPool };
+    const spy = vi.spyOn(pool, 'run').mockRejectedValue(new Error('no such table: entries'));
     try {
       await expect(workers.open('csv', {}, EXPORT_PAGE_SIZE, new Map())).rejects.toThrow(/no such table/);
     } finally {

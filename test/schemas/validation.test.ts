@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compilePendingSchemas } from '../../src/schemas/compile-later.ts';
+import { compilePendingSchemas } from '../../src/runtime/compile-later.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 function sourceFiles(dir: string): string[] {

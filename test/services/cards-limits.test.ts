@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { shareImageCache, shareImageCancelled } from '../../src/metrics/registry.ts';
 import { CardService, CardUnavailable, FAILURE_MEMORY_MS } from '../../src/services/cards/index.ts';
 import { RenderAborted, RenderFailed, RenderPool, RenderTimedOut } from '../../src/services/cards/pool.ts';
+import type { TaskPool } from '../../src/services/worker-pool/index.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 const input = (text: string) => ({ text, emojis: new Map(), appName: 'Test' });
@@ -40,9 +41,9 @@ describe('RenderPool limits', () => {
       expect(isPng(await pool.render(input('Warm.')))).toBe(true);
       // The worker is handed the task only after a delay longer than the limit (a thread starting on
       // a busy host); the card itself takes far less than the limit to draw.
-      const internals = pool as unknown as { piscina(): Promise<unknown> };
-      const real = internals.piscina.bind(pool);
-      vi.spyOn(internals, 'piscina').mockImplementation(async () => (await new Promise((resolve) => setTimeout(resolve, 1500)), real()));
+      const threads = (pool as unknown as { pool: TaskPool }).pool;
+      const real = threads.run.bind(threads);
+      vi.spyOn(threads, 'run').mockImplementation(async (...task) => (await new Promise((resolve) => setTimeout(resolve, 1500)), real(...task)));
       expect(isPng(await pool.render(input('Drawn in time.'), undefined, 1000))).toBe(true);
     } finally {
       vi.restoreAllMocks();

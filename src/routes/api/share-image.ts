@@ -8,11 +8,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { uuidSegment } from '../../domain/uuid.ts';
-import { shareImageRefused } from '../../metrics/registry.ts';
 import { notModified, strongTag } from '../../http/cache.ts';
 import { notFound } from '../../http/problem.ts';
 import { sendProblem } from '../../plugins/send-problem.ts';
-import { CardQueueFull, CardUnavailable, RenderAborted } from '../../services/cards/index.ts';
+import { CardUnavailable, RenderAborted } from '../../services/cards/index.ts';
 
 import { EntryPathParams, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
 
@@ -77,12 +76,6 @@ async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid
   try {
     return reply.send(await cards.png(storage, card, gone.signal));
   } catch (error) {
-    if (error instanceof CardQueueFull) {
-      shareImageRefused.inc();
-      reply.removeHeader('etag');
-      reply.header('retry-after', String(error.retryAfterSeconds)).header('cache-control', 'no-store');
-      return sendProblem(reply, 503, `Too many new share images are being drawn right now; try again in ${error.retryAfterSeconds} s.`);
-    }
     if (error instanceof CardUnavailable) {
       // Logged where the render itself failed; a failure answered from memory has no cause of its own.
       if (error.cause !== undefined) {

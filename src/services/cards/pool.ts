@@ -7,14 +7,10 @@
  * A render that runs past its time limit has its worker terminated too (RenderTimedOut), and one
  * whose worker fails, out of memory or otherwise, ends with RenderFailed.
  */
-import type { Piscina } from 'piscina';
 import type { ShareCardInput } from '../../formats/share-image/render.ts';
-import { shareImageCancelled, shareImageRender } from '../../metrics/registry.ts';
+import { shareImageCancelled, shareImageRefused, shareImageRender } from '../../metrics/registry.ts';
+import { PoolBusy, retryAfterSeconds, TaskPool, workerModule } from '../worker-pool/index.ts';
 import type { RenderResult, RenderTask, WorkerMemory } from './render-worker.ts';
-
-// From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself, so the small .mjs
-// beside it loads render-worker.ts through tsx; a compiled build runs render-worker.js directly.
-const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./render-worker-tsx.mjs', import.meta.url) : new URL('./render-worker.js', import.meta.url);
 
 /**
  * Idle workers exit after this long. A worker costs the process about 70 MB, and one that drew CJK
@@ -60,9 +56,9 @@ export interface RenderPoolOptions {
 }
 
 /** The error a render is refused with when the queue is full; retry after `retryAfterSeconds`. */
-export class CardQueueFull extends Error {
-  constructor(readonly retryAfterSeconds: number) {
-    super('Too many share images are being drawn right now.');
+export class CardQueueFull extends PoolBusy {
+  constructor(retryAfterSeconds: number) {
+    super(`Too many new share images are being drawn right now; try again in ${retryAfterSeconds} s.`, retryAfterSeconds);
     this.name = 'CardQueueFull';
   }
 }
@@ -106,42 +102,26 @@ export interface PoolStats {
 }
 
 export class RenderPool {
-  private started: Promise<Piscina> | null = null;
+  private readonly pool: TaskPool;
   private readonly queue: Waiting[] = [];
   private running = 0;
   // Mean render time (exponentially weighted), for Retry-After.
   private meanMs = 150;
 
-  constructor(private readonly options: RenderPoolOptions) {}
-
-  /**
-   * The workers, started with the first card: piscina and sharp cost the main thread ~30 MB of memory,
-   * which a process that never draws a card does not pay.
-   */
-  private piscina(): Promise<Piscina> {
-    this.started ??= (async () => {
+  constructor(private readonly options: RenderPoolOptions) {
+    // The threads start with the first card: piscina and sharp cost the main thread ~30 MB of memory,
+    // which a process that never draws a card does not pay; most processes draw few cards.
+    this.pool = new TaskPool({
+      module: workerModule(import.meta.url, './render-worker'),
+      threads: options.threads,
+      idleTimeoutMs: IDLE_TIMEOUT_MS,
+      limits: { maxHeapMb: options.maxHeapMb ?? WORKER_MAX_HEAP_MB, youngGenerationMb: WORKER_YOUNG_GENERATION_MB },
+      // The pool's own queue (below) decides what waits, so piscina never queues.
+      maxQueue: options.threads,
       // sharp must be loaded by the main thread before any worker uses it: with glibc, a worker that
       // loaded it last would unload libvips when it exits, and crash the process (sharp's documentation).
-      await import('sharp');
-      const { Piscina } = await import('piscina');
-      const piscina = new Piscina({
-        filename: WORKER_FILE.href,
-        // Threads start with the first card and exit when idle: most processes draw few cards.
-        minThreads: 0,
-        maxThreads: this.options.threads,
-        idleTimeout: IDLE_TIMEOUT_MS,
-        // The pool's own queue (below) decides what waits, so piscina never queues.
-        maxQueue: this.options.threads,
-        concurrentTasksPerWorker: 1,
-        resourceLimits: { maxOldGenerationSizeMb: this.options.maxHeapMb ?? WORKER_MAX_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-      });
-      // piscina emits the error of a worker that fails with no task of its own (while starting, or
-      // between tasks); unheard, the event would end the process. Tasks fail by themselves: with
-      // their worker's error, or at their time limit when it never started.
-      piscina.on('error', () => {});
-      return piscina;
-    })();
-    return this.started;
+      beforeStart: () => import('sharp'),
+    });
   }
 
   /**
@@ -155,8 +135,8 @@ export class RenderPool {
     if (this.running >= this.options.threads) await this.wait(signal);
     else this.running++;
     const cancel = new Int32Array(new SharedArrayBuffer(8));
-    // Aborting `terminate` makes piscina terminate the worker running the task (and start another for
-    // the next one): the only way to stop work inside satori's or resvg's own code.
+    // Aborting `terminate` terminates the worker running the task: the only way to stop work inside
+    // satori's or resvg's own code.
     const terminate = new AbortController();
     let timedOut = false;
     let grace: NodeJS.Timeout | undefined;
@@ -187,7 +167,7 @@ export class RenderPool {
       const task: RenderTask = { ...input, cancel };
       let result: RenderResult;
       try {
-        result = (await (await this.piscina()).run(task, { signal: terminate.signal })) as RenderResult;
+        result = await this.pool.run<RenderResult>('default', task, terminate.signal);
       } catch (error) {
         if (timedOut) throw new RenderTimedOut(timeoutMs);
         if (terminate.signal.aborted) {
@@ -217,7 +197,7 @@ export class RenderPool {
 
   /** memory asks one worker (starting one if none runs) what it holds; for measurements. */
   async memory(): Promise<WorkerMemory> {
-    return (await (await this.piscina()).run(null, { name: 'memory' })) as WorkerMemory;
+    return this.pool.run<WorkerMemory>('memory', null);
   }
 
   get stats(): PoolStats {
@@ -227,13 +207,14 @@ export class RenderPool {
   /** close waits for running renders, refuses waiting ones and stops the workers. */
   async close(): Promise<void> {
     for (const waiting of this.queue.splice(0)) waiting.abandon();
-    if (this.started !== null) await (await this.started).close();
+    await this.pool.close();
   }
 
   private wait(signal: AbortSignal | undefined): Promise<void> {
     if (this.queue.length >= this.options.maxQueue) {
       const perThread = (this.queue.length + this.running) / this.options.threads;
-      throw new CardQueueFull(Math.min(60, Math.max(1, Math.ceil((perThread * this.meanMs) / 1000))));
+      shareImageRefused.inc();
+      throw new CardQueueFull(retryAfterSeconds(perThread * this.meanMs));
     }
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {

@@ -5,14 +5,15 @@
  * read-mostly service does not keep a second JavaScript heap and the layout's model in memory. It is
  * stopped on shutdown and started again (after a pause) should it die. The thread itself is worker.ts.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Storage } from '../../storage/index.ts';
+import { startThread, workerModule } from '../worker-pool/index.ts';
 import { MODEL_VERSION } from './model-version.ts';
 import type { GalaxyWorkerData, GalaxyWorkerMessage } from './worker.ts';
 
-const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./worker-tsx.mjs', import.meta.url) : new URL('./worker.js', import.meta.url);
+const WORKER_MODULE = workerModule(import.meta.url, './worker');
 
 /** Between two rounds: new entries appear in the galaxy within about this long. */
 export const ROUND_INTERVAL_MS = 2000;
@@ -93,7 +94,7 @@ export class GalaxyBackground {
       retryMs: this.options.retryMs ?? RETRY_MS,
       idleExitMs: this.options.idleExitMs ?? IDLE_EXIT_MS,
     };
-    const worker = new Worker(WORKER_FILE, { workerData: data, resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
+    const worker = startThread(WORKER_MODULE, { maxHeapMb: WORKER_MAX_HEAP_MB, youngGenerationMb: WORKER_YOUNG_GENERATION_MB }, data);
     this.worker = worker;
     let idle = false;
     worker.on('message', (message: GalaxyWorkerMessage) => {

@@ -4,9 +4,10 @@
  * serves requests. It reports what it does to the main thread, which logs it.
  */
 import os from 'node:os';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import type { DatabaseTarget } from '../../config.ts';
 import { openDatabase } from '../../db/database.ts';
+import { threadData } from '../worker-pool/index.ts';
 import { GalaxyComputer } from './compute.ts';
 
 export interface GalaxyWorkerData {
@@ -30,7 +31,7 @@ export type GalaxyWorkerMessage =
 const MAX_RETRY_MS = 3_600_000;
 
 const port = parentPort!;
-const options = workerData as GalaxyWorkerData;
+const options = threadData<GalaxyWorkerData>();
 const post = (message: GalaxyWorkerMessage) => port.postMessage(message);
 
 // On Linux a nice value belongs to a thread: this lowers this thread only, not the request thread.

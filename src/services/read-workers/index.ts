@@ -20,23 +20,20 @@
  * finished; they count, so many at once fill the queue too. A client that reads slowly holds no
  * place: its next page is read ahead and waits in memory, not in the queue.
  */
-import type { Piscina } from 'piscina';
 import type { DatabaseTarget } from '../../config.ts';
 import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { exportHead, exportSeed, exportTail } from '../../formats/export.ts';
-import { watchReadWorkers } from '../../metrics/registry.ts';
+import { readWorkersRefused, watchReadWorkers } from '../../metrics/registry.ts';
 import { ODataRequestError } from '../../domain/odata/errors.ts';
 import { TimeLimitError } from '../../db/time-limit.ts';
 import type { ListedEntry, SearchPage } from '../../storage/entry-query.ts';
 import type { ODataAnswer, ODataRead } from '../../storage/odata-reads.ts';
+import { PoolBusy, retryAfterSeconds, TaskPool, workerModule } from '../worker-pool/index.ts';
 import { FairQueue } from './fair-queue.ts';
 import { PageSlots } from './page-slots.ts';
 import type { ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask } from './worker.ts';
-
-// From TypeScript sources (tsx, vitest) a worker thread cannot load .ts by itself; see worker-tsx.mjs.
-const WORKER_FILE = import.meta.url.endsWith('.ts') ? new URL('./worker-tsx.mjs', import.meta.url) : new URL('./worker.js', import.meta.url);
 
 /** An idle worker exits after this long; the next task waits ~100 ms for a new one. */
 const IDLE_TIMEOUT_MS = 60_000;
@@ -69,19 +66,16 @@ export interface TaskOptions {
   client?: string;
 }
 
-/**
- * ReadWorkersBusy refuses a request when as many tasks wait for the worker as it queues: answered
- * 503 with Retry-After (plugins/problem.ts), rather than waiting behind them all.
- */
-export class ReadWorkersBusy extends Error {
-  constructor(readonly retryAfterSeconds: number) {
-    super(`Too many exports, searches and OData reads are waiting to be read right now; try again in ${retryAfterSeconds} s.`);
+/** ReadWorkersBusy refuses a request when as many tasks wait for the workers as they queue. */
+export class ReadWorkersBusy extends PoolBusy {
+  constructor(retryAfterSeconds: number) {
+    super(`Too many exports, searches and OData reads are waiting to be read right now; try again in ${retryAfterSeconds} s.`, retryAfterSeconds);
     this.name = 'ReadWorkersBusy';
   }
 }
 
 export class ReadWorkers {
-  private started: Promise<Piscina> | null = null;
+  private readonly pool: TaskPool;
   private readonly queue: FairQueue;
   /** A running mean of a task's time in the pool, its wait in the queue included, in ms (for Retry-After). */
   private taskMs = 50;
@@ -95,6 +89,12 @@ export class ReadWorkers {
   ) {
     // With more than one thread, one client's tasks leave a thread free for the others.
     this.queue = new FairQueue(threads, Math.max(1, threads - 1));
+    this.pool = new TaskPool({
+      module: workerModule(import.meta.url, './worker'),
+      threads,
+      idleTimeoutMs: IDLE_TIMEOUT_MS,
+      limits: { maxHeapMb: WORKER_MAX_HEAP_MB, youngGenerationMb: WORKER_YOUNG_GENERATION_MB },
+    });
     this.unwatch = watchReadWorkers(() => this.queue.size);
   }
 
@@ -111,24 +111,10 @@ export class ReadWorkers {
   /** admit refuses a new request with ReadWorkersBusy when the queue is full. */
   private admit(): void {
     if (this.queue.size >= this.waiting + this.threads) {
+      readWorkersRefused.inc();
       // A task's time in the pool, its wait included, is about how long the queue takes to drain.
-      throw new ReadWorkersBusy(Math.min(60, Math.max(1, Math.ceil(this.taskMs / 1000))));
+      throw new ReadWorkersBusy(retryAfterSeconds(this.taskMs));
     }
-  }
-
-  private piscina(): Promise<Piscina> {
-    this.started ??= import('piscina').then(
-      ({ Piscina }) =>
-        new Piscina({
-          filename: WORKER_FILE.href,
-          minThreads: 0,
-          maxThreads: this.threads,
-          idleTimeout: IDLE_TIMEOUT_MS,
-          concurrentTasksPerWorker: 1,
-          resourceLimits: { maxOldGenerationSizeMb: WORKER_MAX_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-        }),
-    );
-    return this.started;
   }
 
   /**
@@ -258,7 +244,7 @@ export class ReadWorkers {
     failed?: (failure: PageFailure) => void,
   ): Promise<T> {
     const queued = performance.now();
-    const result = await this.queue.run(client, async () => (await (await this.piscina()).run(task, { name })) as T | PageFailure);
+    const result = await this.queue.run(client, () => this.pool.run<T | PageFailure>(name, task));
     this.taskMs += (performance.now() - queued - this.taskMs) / 16;
     if (typeof result === 'object' && result !== null && 'failed' in result) {
       failed?.(result);
@@ -269,7 +255,7 @@ export class ReadWorkers {
 
   async close(): Promise<void> {
     this.unwatch();
-    if (this.started !== null) await (await this.started).close();
+    await this.pool.close();
   }
 }
 

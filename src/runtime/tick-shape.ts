@@ -8,9 +8,13 @@
  * full collection at a moment when no tick is pending (a service between two requests) frees them;
  * the next record gets new ones, and the literal's feedback, which remembered the old ones, turns
  * megamorphic for good: from then on every tick defines its keys through V8's runtime. HTTP takes
- * about ten ticks a request, and that cost the read API's fastest routes 1.5-2 µs a request, about a
- * tenth of their time (docs/performance.md, "The tick records' shape"). Holding one record keeps its
- * hidden classes, and the feedback stays monomorphic. test/tick-shape.test.ts checks it.
+ * about ten ticks a request, which makes that a measurable share of the random and by-UUID reads.
+ * Holding one record keeps its hidden classes, and the feedback stays monomorphic.
+ *
+ * Invariant: nextTick's record is such a literal, and Node exposes it as the `TickObject` resource
+ * of an async hook. test/runtime/tick-shape.test.ts fails on a Node version where a full collection
+ * at rest no longer turns the literal megamorphic (then this module is not needed), or where
+ * holding the record no longer keeps it monomorphic (then it does not work).
  *
  * The record is taken from an async hook enabled for one `nextTick` call only; no hook stays.
  */

@@ -1,5 +1,5 @@
 /**
- * The nextTick records' shape (src/tick-shape.ts): after a full collection at a moment when no tick is
+ * The nextTick records' shape (src/runtime/tick-shape.ts): after a full collection at a moment when no tick is
  * pending, Node's nextTick literal turns megamorphic, unless a record is held. Checked in a child
  * process that can read V8's feedback (`%DebugPrint`, --allow-natives-syntax) and collect at will
  * (--expose-gc), with the compiled module the command line imports.
@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
-const MODULE = path.resolve('dist/tick-shape.js');
+const MODULE = path.resolve('dist/runtime/tick-shape.js');
 
 /** The states of the nextTick literal's key definitions after ticks, a full collection at rest, and ticks again. */
 async function literalStates(keep: boolean): Promise<string[]> {

@@ -1,9 +1,0 @@
-// Loads render-worker.ts into a worker thread when the service runs from its TypeScript sources
-// (bin/nonsense.js and vitest compile TypeScript for the main thread only; a worker thread starts
-// with plain Node). A compiled build loads render-worker.js directly and never uses this file.
-import { tsImport } from 'tsx/esm/api';
-
-const worker = await tsImport('./render-worker.ts', import.meta.url);
-
-export default worker.default;
-export const memory = worker.memory;
