@@ -49,8 +49,12 @@ export type Invariant = keyof typeof MIRRORED;
  * line, and its paths are the valid ones.
  */
 const ROUTE_OPTIONS = new Set(['method', 'url', 'path', 'prefix', 'routePath', 'handler', 'schema', 'config', 'exposeHeadRoute', 'prefixTrailingSlash', 'logLevel', 'attachValidation']);
-/** The keys Fastify and its plugins put in a lane route's `config`. */
-const ROUTE_CONFIG = new Set(['url', 'method']);
+/**
+ * The keys Fastify and its plugins put in a lane route's `config`, with the values the lane keeps:
+ * the lane answers as the `api` class does (http/route-classes.ts: the read budget, problem+json,
+ * which Fastify writes for every error the lane leaves to it).
+ */
+const ROUTE_CONFIG: Record<string, (value: unknown) => boolean> = { url: () => true, method: () => true, routeClass: (value) => value === 'api' };
 /** The hooks Fastify runs for a request of a route (fastify/lib/hooks.js, `lifecycleHooks`). */
 const REQUEST_HOOKS = ['onTimeout', 'onRequest', 'preParsing', 'preValidation', 'preSerialization', 'preHandler', 'onSend', 'onResponse', 'onError', 'onRequestAbort'] as const;
 
@@ -235,7 +239,9 @@ export class FastLane {
       for (const option of Object.keys(route)) {
         if (!ROUTE_OPTIONS.has(option) && !(REQUEST_HOOKS as readonly string[]).includes(option) && (route as unknown as Record<string, unknown>)[option] !== undefined) found.push(`${at}: the route option \`${option}\``);
       }
-      for (const key of Object.keys(route.config ?? {})) if (!ROUTE_CONFIG.has(key)) found.push(`${at}: the route config \`${key}\``);
+      for (const [key, value] of Object.entries(route.config ?? {})) {
+        if (!Object.hasOwn(ROUTE_CONFIG, key) || !ROUTE_CONFIG[key]!(value)) found.push(`${at}: the route config \`${key}\` (${JSON.stringify(value)})`);
+      }
     }
     for (const label of labels) found.push(`${label}: no Fastify GET route declares it`);
     return found;
