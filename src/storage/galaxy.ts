@@ -182,6 +182,15 @@ export class GalaxyStore {
     return { keys: rows.map((row) => row.key), last: rows.length === 0 ? revision : Number(rows.at(-1)!.revision), full: rows.length === limit };
   }
 
+  /** countEntryChangesAfter counts the entry changes in the log after `revision`, up to `cap` (counted by the database). */
+  async countEntryChangesAfter(revision: number, cap: number): Promise<number> {
+    const { count } = await this.db
+      .selectFrom((eb) => eb.selectFrom('changes').select('revision').where('revision', '>', revision).where('type', 'like', 'entry.%').limit(cap).as('c'))
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .executeTakeFirstOrThrow();
+    return Number(count);
+  }
+
   /** changesFloor is the revision up to which the change log may have been pruned. */
   async changesFloor(): Promise<number> {
     const row = await this.db.selectFrom('meta').select('value').where('key', '=', 'changes_floor').executeTakeFirst();

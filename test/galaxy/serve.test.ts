@@ -134,4 +134,31 @@ describe('galaxy bodies', () => {
       await t.database.db.updateTable('meta').set({ value: floor }).where('key', '=', 'changes_floor').execute();
     }
   });
+
+  it('are written again by the next round once the change log was pruned past the answer', async () => {
+    const computer = new GalaxyComputer(t.database);
+    await computer.run();
+    const fit = (await t.storage.galaxy.layout())!.fit;
+    const before = (await t.storage.galaxy.answer(fit))!;
+    await setState(t.storage, entries[0]!.uuid, 'hidden');
+    await setState(t.storage, entries[0]!.uuid, 'visible');
+    expect((await computer.run()).action).toBe('placed');
+    const layout = (await t.storage.galaxy.layout())!;
+    expect(layout.revision).toBeGreaterThan(before.revision);
+    expect((await t.storage.galaxy.answer(fit))!.id).toBe(before.id);
+    const floor = await t.storage.galaxy.changesFloor();
+    await t.database.db.updateTable('meta').set({ value: before.revision + 1 }).where('key', '=', 'changes_floor').execute();
+    try {
+      expect(await computer.run()).toMatchObject({ action: 'answered', stars: 29 });
+      const after = (await t.storage.galaxy.answer(layout.fit))!;
+      expect(after.id).not.toBe(before.id);
+      expect(after.revision).toBe(layout.revision);
+      expect((await computer.run()).action).toBe('none');
+      await compare(new GalaxyBodies(t.storage.galaxy, revision, 1 << 20), 29);
+      // The answer before is kept for requests still streaming it; the one before that is gone.
+      expect((await t.storage.galaxy.answerIds()).map((answer) => answer.id)).toEqual([after.id, before.id]);
+    } finally {
+      await t.database.db.updateTable('meta').set({ value: floor }).where('key', '=', 'changes_floor').execute();
+    }
+  });
 });

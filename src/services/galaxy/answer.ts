@@ -27,8 +27,8 @@ export async function answerStale(store: GalaxyStore, layout: GalaxyLayout, revi
   if (answer === null) return true;
   if (revision - answer.revision <= REWRITE_AFTER_CHANGES) return answer.revision < (await store.changesFloor());
   // The revision counts every write; the log says how many of them changed entries.
-  const { full } = await store.entryKeysChangedAfter(answer.revision, REWRITE_AFTER_CHANGES + 1);
-  return full || answer.revision < (await store.changesFloor());
+  const changes = await store.countEntryChangesAfter(answer.revision, REWRITE_AFTER_CHANGES + 1);
+  return changes > REWRITE_AFTER_CHANGES || answer.revision < (await store.changesFloor());
 }
 
 /**
