@@ -13,7 +13,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { UMAP } from 'umap-js';
-import { keepCompressedRows } from './umap-fixes.ts';
+import { keepCompressedRows, searchWith } from './umap-fixes.ts';
 import { DocumentFrequencies } from './features.ts';
 import { fitTextSpace, TextSpace } from './text-space.ts';
 import { MODEL_VERSION } from './model-version.ts';
@@ -145,6 +145,7 @@ function newUmap(texts: number, seed: number): UMAP {
 function readyToPlace(umap: UMAP): void {
   (umap as unknown as { nEpochs: number }).nEpochs = TRANSFORM_EPOCHS * 3;
   keepCompressedRows((umap as unknown as { searchGraph: object }).searchGraph);
+  (umap as unknown as { search: unknown }).search = searchWith(euclidean);
 }
 
 const asVectors = (vectors: Float32Array[]) => vectors as unknown as number[][];
