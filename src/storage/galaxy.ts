@@ -267,17 +267,20 @@ export class GalaxyStore {
    */
   async dropAnswersBut(keep: readonly number[]): Promise<void> {
     const victims = await this.db.selectFrom('galaxy_answers').select('id').where('id', 'not in', keep.length > 0 ? keep : [-1]).execute();
-    for (const { id } of victims) {
-      for (;;) {
-        const chunks = await this.db.selectFrom('galaxy_answer_chunks').select(['format', 'seq']).where('answer', '=', id).limit(50).execute();
-        if (chunks.length === 0) break;
-        await this.db.transaction().execute(async (trx) => {
-          for (const { format, seq } of chunks) await trx.deleteFrom('galaxy_answer_chunks').where('answer', '=', id).where('format', '=', format).where('seq', '=', seq).execute();
-        });
-        await giveWay();
-      }
-      await this.db.deleteFrom('galaxy_answers').where('id', '=', Number(id)).execute();
+    for (const { id } of victims) await this.dropAnswer(Number(id));
+  }
+
+  /** dropAnswer deletes a stored answer, a few chunks at a time. */
+  async dropAnswer(id: number): Promise<void> {
+    for (;;) {
+      const chunks = await this.db.selectFrom('galaxy_answer_chunks').select(['format', 'seq']).where('answer', '=', id).limit(50).execute();
+      if (chunks.length === 0) break;
+      await this.db.transaction().execute(async (trx) => {
+        for (const { format, seq } of chunks) await trx.deleteFrom('galaxy_answer_chunks').where('answer', '=', id).where('format', '=', format).where('seq', '=', seq).execute();
+      });
+      await giveWay();
     }
+    await this.db.deleteFrom('galaxy_answers').where('id', '=', id).execute();
   }
 
   /** answerIds lists the stored answers, newest first, complete or not. */

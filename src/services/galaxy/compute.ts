@@ -261,6 +261,7 @@ export class GalaxyComputer {
     });
     if (!activated) {
       // Another process switched to its own new fit meanwhile: keep that one.
+      await store.dropAnswer(answer.id);
       await store.deleteOtherFits((await store.layout())!.fit);
       this.log('galaxy refit superseded by another process', { fit });
       return { action: 'fitted', fit, points: count, sample: sample.length, placed: 0, superseded: true };
