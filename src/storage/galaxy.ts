@@ -1,6 +1,7 @@
 /**
  * The galaxy's storage: the current layout (one row: which fit, its version, the entries revision it
- * reflects, the model that places new entries) and its points (one per entry and fit).
+ * reflects, the model that places new entries), its points (one per entry and fit), and the
+ * endpoint's stored answers (services/galaxy/answer.ts), in chunks.
  *
  * Readers (the endpoint) see only points of the current fit whose entry is visible, so hidden and
  * deleted entries leave the galaxy at once. The computation (services/galaxy/) writes a new fit's
