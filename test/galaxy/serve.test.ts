@@ -135,6 +135,20 @@ describe('galaxy bodies', () => {
     }
   });
 
+  it('leave the changed stars out of every chunk when the chunks are not in the order of JavaScript strings', async () => {
+    const layout = (await t.storage.galaxy.layout())!;
+    const answer = (await t.storage.galaxy.answer(layout.fit))!;
+    const chunk = (seq: number) => t.database.db.updateTable('galaxy_answer_chunks').where('answer', '=', answer.id).where('seq', '=', seq);
+    const [first] = await t.storage.galaxy.answerRanges(answer.id, 'csv');
+    // As a collation that does not sort like JavaScript would leave them.
+    await chunk(0).set({ first_uuid: 'z' }).execute();
+    try {
+      await compare(new GalaxyBodies(t.storage.galaxy, revision, 1 << 20), 29);
+    } finally {
+      await chunk(0).set({ first_uuid: first!.firstUuid }).execute();
+    }
+  });
+
   it('are written again by the next round once the change log was pruned past the answer', async () => {
     const computer = new GalaxyComputer(t.database);
     await computer.run();

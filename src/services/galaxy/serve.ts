@@ -136,7 +136,11 @@ export class GalaxyBodies {
     if ((await this.store.changesFloor()) > answer.revision) return null;
     const uuids = [...changed].sort();
     const removedBySeq = new Map<number, Set<string>>();
-    for (const uuid of uuids) {
+    // Chunks follow the database's order of uuids; should a collation order them otherwise than
+    // JavaScript does, every chunk is searched for every changed star.
+    const ordered = inOrder(ranges);
+    for (const range of ordered ? [] : ranges) removedBySeq.set(range.seq, changed);
+    for (const uuid of ordered ? uuids : []) {
       const seq = chunkOf(ranges, uuid);
       if (seq === -1) continue;
       let set = removedBySeq.get(seq);
@@ -199,6 +203,11 @@ const COMMA = Buffer.from(',');
 const CRLF = Buffer.from('\r\n');
 const OBJECT_END = Buffer.from('},');
 const UUID_LENGTH = 36;
+
+/** inOrder tells whether chunk ranges are in JavaScript's order of strings, one after the other. */
+function inOrder(ranges: readonly AnswerChunkRange[]): boolean {
+  return ranges.every((range, i) => range.firstUuid <= range.lastUuid && (i === 0 || ranges[i - 1]!.lastUuid < range.firstUuid));
+}
 
 /** chunkOf finds the chunk whose uuid range holds `uuid`, or -1 (ranges are in uuid order). */
 function chunkOf(ranges: readonly AnswerChunkRange[], uuid: string): number {
