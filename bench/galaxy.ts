@@ -6,10 +6,10 @@
  * - layout: wall and CPU time, and the computing process's peak RSS against a baseline process that
  *   opens the same database and does nothing (`nonsense token list`);
  * - placement: 100 new entries placed into the stored layout by a new process (model read back first);
- * - serving (`nonsense serve`, GALAXY=off): the galaxy CSV and JSON, first (the process's first
- *   request: it may wait for the layout to be read) and again (from memory), after another process
- *   changed the entries (visible ids read again), a 304; against the full CSV export of the same
- *   entries and /healthz in the same run;
+ * - serving (`nonsense serve`, GALAXY=off): the galaxy CSV and JSON streamed from the stored answer,
+ *   first (the process's first request) and again, after another process changed the entries (the
+ *   changes since the answer read from the change log), a 304; the time to the first byte and to the
+ *   last; against the full CSV export of the same entries and /healthz in the same run;
  * - the background thread (`nonsense serve`, GALAXY=auto): seconds until 10 entries added by another
  *   process are served.
  *
@@ -102,14 +102,20 @@ async function run(args: string[], env: Record<string, string>): Promise<{ secon
  * timed reads a URL to its end: seconds, bytes, status. node:http rather than fetch: fetch adds
  * `Cache-Control: no-cache` to a request with If-None-Match, which asks for the full body.
  */
-function timed(url: string, headers: Record<string, string> = {}): Promise<{ seconds: number; bytes: number; status: number; etag: string }> {
+function timed(url: string, headers: Record<string, string> = {}): Promise<{ seconds: number; firstByte: number; bytes: number; status: number; etag: string }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     http
       .get(url, { headers }, (res) => {
         let bytes = 0;
-        res.on('data', (chunk: Buffer) => (bytes += chunk.length));
-        res.on('end', () => resolve({ seconds: (performance.now() - started) / 1000, bytes, status: res.statusCode ?? 0, etag: String(res.headers.etag ?? '') }));
+        let firstByte = -1;
+        res.on('data', (chunk: Buffer) => {
+          if (firstByte < 0) firstByte = (performance.now() - started) / 1000;
+          bytes += chunk.length;
+        });
+        res.on('end', () =>
+          resolve({ seconds: (performance.now() - started) / 1000, firstByte: Math.max(0, firstByte), bytes, status: res.statusCode ?? 0, etag: String(res.headers.etag ?? '') }),
+        );
         res.on('error', reject);
       })
       .on('error', reject);
@@ -150,12 +156,14 @@ for (const size of SIZES) {
       exportCsv.push((await timed(`${BASE}/api/v1/nonsense?format=csv`)).seconds);
     }
     const revalidated = await timed(`${BASE}/api/v1/nonsense/galaxy`, { 'if-none-match': csvFirst.etag });
-    // Another process adds an entry: the next request reads which entries are visible again.
+    // Another process adds an entry: the next request reads the changes since the stored answer.
     await addEntries(file, 1, 404);
     await sleep(1200);
     const afterChange = await timed(`${BASE}/api/v1/nonsense/galaxy`);
     serving = {
       csvFirst: csvFirst.seconds,
+      csvFirstByte: csvFirst.firstByte,
+      csvAfterChangeFirstByte: afterChange.firstByte,
       csv: median(csv),
       csvAfterChange: afterChange.seconds,
       jsonFirst: jsonFirst.seconds,
@@ -165,9 +173,9 @@ for (const size of SIZES) {
       notModified: revalidated.seconds,
     };
     console.log(
-      `serving: galaxy CSV ${(csvFirst.bytes / 1e6).toFixed(1)} MB first ${ms(csvFirst.seconds)}, again ${ms(median(csv))}; ` +
+      `serving: galaxy CSV ${(csvFirst.bytes / 1e6).toFixed(1)} MB first ${ms(csvFirst.seconds)} (first byte ${ms(csvFirst.firstByte)}), again ${ms(median(csv))}; ` +
         `JSON ${(jsonFirst.bytes / 1e6).toFixed(1)} MB first ${ms(jsonFirst.seconds)}, again ${ms(median(json))}; 304 ${ms(revalidated.seconds)} (${revalidated.status}); ` +
-        `CSV after another process added an entry ${ms(afterChange.seconds)}; ` +
+        `CSV after another process added an entry ${ms(afterChange.seconds)} (first byte ${ms(afterChange.firstByte)}); ` +
         `full CSV export ${ms(median(exportCsv))}; /healthz ${ms(median(health))}`,
     );
   } finally {
@@ -198,13 +206,13 @@ for (const size of SIZES) {
   rows.push(
     `| ${seeded.toLocaleString('en')} | ${layout.seconds.toFixed(0)} s (${layout.cpu.toFixed(0)} s CPU) | ${layout.peakMiB.toFixed(0)} MiB (+${(layout.peakMiB - baseline.peakMiB).toFixed(0)}) | ` +
       `${place.seconds.toFixed(1)} s (${place.cpu.toFixed(1)} s CPU) | ${firstSeconds.toFixed(1)} s / ${nextSeconds.toFixed(1)} s | ` +
-      `${ms(serving.csvFirst!)} / ${ms(serving.csv!)} / ${ms(serving.csvAfterChange!)} | ${ms(serving.jsonFirst!)} / ${ms(serving.json!)} | ${ms(serving.notModified!)} | ${ms(serving.exportCsv!)} | ${ms(serving.health!)} |`,
+      `${ms(serving.csvFirst!)} / ${ms(serving.csv!)} / ${ms(serving.csvAfterChange!)} | ${ms(serving.csvFirstByte!)} / ${ms(serving.csvAfterChangeFirstByte!)} | ${ms(serving.jsonFirst!)} / ${ms(serving.json!)} | ${ms(serving.notModified!)} | ${ms(serving.exportCsv!)} | ${ms(serving.health!)} |`,
   );
   rows[rows.length - 1] += ` ${load()} |`;
   fs.rmSync(file, { force: true });
 }
 
-console.log('\n| entries | layout (`nonsense galaxy`) | peak RSS (+ over a process that only opens the database) | 100 placed by a new process | background: 10 new served after (first / next) | galaxy CSV first / again / after a change of the entries | JSON first / again | 304 | full CSV export (baseline) | /healthz | load average at the end (2 cores) |');
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('\n| entries | layout (`nonsense galaxy`) | peak RSS (+ over a process that only opens the database) | 100 placed by a new process | background: 10 new served after (first / next) | galaxy CSV first / again / after a change of the entries | first byte: first / after a change | JSON first / again | 304 | full CSV export (baseline) | /healthz | load average at the end (2 cores) |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);
 fs.rmSync(dir, { recursive: true, force: true });

@@ -192,6 +192,8 @@ function describeRound(result: Exclude<RoundResult, { action: 'busy' }>, seconds
       return 'The galaxy is up to date.';
     case 'placed':
       return `Placed ${result.placed} new or changed entries into the galaxy ${took}.`;
+    case 'answered':
+      return `Stored the galaxy's answer (${result.stars} stars) ${took}.`;
     case 'fitted':
       return result.superseded
         ? `Laid out ${result.points} entries ${took}, but another process stored a newer layout meanwhile; that one is kept.`

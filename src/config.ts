@@ -384,7 +384,7 @@ export const OPTIONS = [
   },
   {
     env: 'GALAXY_CACHE_BYTES', key: 'galaxyCacheBytes', default: '48MiB', parse: parseBytes,
-    description: 'memory for the galaxy\'s stars held ready to serve (about 200 bytes a star; a larger galaxy is read from the database for each request; 0 for none)',
+    description: 'memory for the galaxy\'s stars changed since its stored answer was written (about 250 bytes a star; beyond it requests walk the database; 0 for none)',
   },
   { env: 'GALAXY', key: 'galaxy', default: 'auto', parse: parseSwitch, description: 'keep the galaxy laid out in a background thread (auto or off; `nonsense galaxy` works either way)' },
   {

@@ -116,6 +116,31 @@ export interface GalaxyPointTable {
   point_size: number;
 }
 
+/** A stored answer of the galaxy endpoint for a fit (services/galaxy/answer.ts). */
+export interface GalaxyAnswerTable {
+  id: number;
+  fit: number;
+  /** The entries revision it reflects: changes after it are applied when it is served. */
+  revision: number;
+  stars: number;
+  chunks: number;
+  /** 1 once every chunk is written; only complete answers are served. */
+  complete: number;
+  /** Unix milliseconds. */
+  created_at: number;
+}
+
+/** A chunk of a stored answer: consecutive stars (in uuid order) rendered in one format. */
+export interface GalaxyAnswerChunkTable {
+  answer: number;
+  format: string;
+  seq: number;
+  first_uuid: string;
+  last_uuid: string;
+  stars: number;
+  bytes: Uint8Array;
+}
+
 /** One change to what the public sees, at its own revision (src/storage/changes.ts). */
 export interface ChangeTable {
   revision: number;
@@ -140,4 +165,6 @@ export interface DB {
   moderation_log: ModerationLogTable;
   galaxy_layout: GalaxyLayoutTable;
   galaxy_points: GalaxyPointTable;
+  galaxy_answers: GalaxyAnswerTable;
+  galaxy_answer_chunks: GalaxyAnswerChunkTable;
 }

@@ -1,6 +1,7 @@
 /**
  * The galaxy's storage: the current layout (one row: which fit, its version, the entries revision it
- * reflects, the model that places new entries) and its points (one per entry and fit).
+ * reflects, the model that places new entries), its points (one per entry and fit), and the
+ * endpoint's stored answers (services/galaxy/answer.ts), in chunks.
  *
  * Readers (the endpoint) see only points of the current fit whose entry is visible, so hidden and
  * deleted entries leave the galaxy at once. The computation (services/galaxy/) writes a new fit's
@@ -19,12 +20,6 @@ import type { GalaxyPoint } from '../domain/records.ts';
 
 export type { GalaxyPoint };
 
-/** A star of a fit with its entry's key and whether that entry is visible now. */
-export interface StoredPoint extends GalaxyPoint {
-  entryId: number;
-  visible: boolean;
-}
-
 /** An entry to lay out: its key, text and the `updated_at` it had when read. */
 export interface EntryToPlace {
   id: number;
@@ -42,14 +37,41 @@ export interface PlacedPoint {
   pointSize: number;
 }
 
+/** A stored answer of the endpoint (services/galaxy/answer.ts). */
+export interface GalaxyAnswer {
+  id: number;
+  fit: number;
+  /** The entries revision it reflects: entries changed after it are looked up when it is served. */
+  revision: number;
+  stars: number;
+  chunks: number;
+}
+
+/** Where a chunk of a stored answer starts and ends, in uuid order. */
+export interface AnswerChunkRange {
+  seq: number;
+  firstUuid: string;
+  lastUuid: string;
+}
+
+/** An entry as it is now, for the changes since a stored answer: its star when it has one in the fit. */
+export interface EntryNow {
+  uuid: string;
+  visible: boolean;
+  /** Null when the entry has no point in the fit. */
+  point: GalaxyPoint | null;
+  /** Whether the point was placed for the entry as it is now (false: it is to be placed again). */
+  current: boolean;
+}
+
 /** Rows per statement when writing points (7 parameters each: far below either engine's limit). */
 const WRITE_ROWS = 500;
 /** Rows per transaction when writing a fit's points: each holds SQLite's write lock only briefly. */
 const WRITE_TRANSACTION_ROWS = 10_000;
 /** Rows per page when serving: a few milliseconds of the event loop each. */
 export const SERVE_PAGE_ROWS = 2000;
-/** Ids per page when reading the visible entries' ids. */
-const ID_PAGE_ROWS = 20_000;
+/** Rows per page of the walk in uuid order, which looks up each point by its entry: a few milliseconds each. */
+const UUID_PAGE_ROWS = 1000;
 /** How long a read of the layout row is reused by the endpoint: other processes' layouts show within it. */
 const LAYOUT_MAX_AGE_MS = 1000;
 
@@ -110,41 +132,168 @@ export class GalaxyStore {
     }
   }
 
-  /** allPoints walks every star of `fit`, hidden entries' too (marked), in pages, in entry order. */
-  async *allPoints(fit: number, pageRows = SERVE_PAGE_ROWS): AsyncGenerator<StoredPoint[]> {
-    let after = -1;
+  /** answer reads the newest complete stored answer of `fit`, or null. */
+  async answer(fit: number): Promise<GalaxyAnswer | null> {
+    const row = await this.db
+      .selectFrom('galaxy_answers')
+      .select(['id', 'fit', 'revision', 'stars', 'chunks'])
+      .where('fit', '=', fit)
+      .where('complete', '=', 1)
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row ? { id: Number(row.id), fit: Number(row.fit), revision: Number(row.revision), stars: Number(row.stars), chunks: Number(row.chunks) } : null;
+  }
+
+  /** answerRanges reads where each chunk of a stored answer starts and ends (one small row per chunk). */
+  async answerRanges(answer: number, format: string): Promise<AnswerChunkRange[]> {
+    const rows = await this.db
+      .selectFrom('galaxy_answer_chunks')
+      .select(['seq', 'first_uuid', 'last_uuid'])
+      .where('answer', '=', answer)
+      .where('format', '=', format)
+      .orderBy('seq')
+      .execute();
+    return rows.map((row) => ({ seq: Number(row.seq), firstUuid: row.first_uuid, lastUuid: row.last_uuid }));
+  }
+
+  /** answerChunk reads the bytes of one chunk of a stored answer, or null when it is gone (a newer answer replaced it). */
+  async answerChunk(answer: number, format: string, seq: number): Promise<Buffer | null> {
+    const row = await this.db
+      .selectFrom('galaxy_answer_chunks')
+      .select('bytes')
+      .where('answer', '=', answer)
+      .where('format', '=', format)
+      .where('seq', '=', seq)
+      .executeTakeFirst();
+    return row ? Buffer.from(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength) : null;
+  }
+
+  /**
+   * entryKeysChangedAfter reads the keys (uuids) of entry changes in the log after `revision`, up to
+   * `limit` of them in revision order, with the revision of the last one read.
+   */
+  async entryKeysChangedAfter(revision: number, limit: number): Promise<{ keys: string[]; last: number; full: boolean }> {
+    const rows = await this.db
+      .selectFrom('changes')
+      .select(['revision', 'key'])
+      .where('revision', '>', revision)
+      .where('type', 'like', 'entry.%')
+      .orderBy('revision')
+      .limit(limit)
+      .execute();
+    return { keys: rows.map((row) => row.key), last: rows.length === 0 ? revision : Number(rows.at(-1)!.revision), full: rows.length === limit };
+  }
+
+  /** countEntryChangesAfter counts the entry changes in the log after `revision`, up to `cap` (counted by the database). */
+  async countEntryChangesAfter(revision: number, cap: number): Promise<number> {
+    const { count } = await this.db
+      .selectFrom((eb) => eb.selectFrom('changes').select('revision').where('revision', '>', revision).where('type', 'like', 'entry.%').limit(cap).as('c'))
+      .select((eb) => eb.fn.countAll<number | string>().as('count'))
+      .executeTakeFirstOrThrow();
+    return Number(count);
+  }
+
+  /** changesFloor is the revision up to which the change log may have been pruned. */
+  async changesFloor(): Promise<number> {
+    const row = await this.db.selectFrom('meta').select('value').where('key', '=', 'changes_floor').executeTakeFirst();
+    return Number(row?.value ?? 0);
+  }
+
+  /** entriesNow reads these entries as they are now, with their points in `fit` (entries deleted are absent). */
+  async entriesNow(fit: number, uuids: readonly string[]): Promise<EntryNow[]> {
+    const found: EntryNow[] = [];
+    for (let start = 0; start < uuids.length; start += WRITE_ROWS) {
+      const rows = await this.db
+        .selectFrom('entries as e')
+        .leftJoin('galaxy_points as p', (join) => join.onRef('p.entry_id', '=', 'e.id').on('p.fit', '=', fit))
+        .select(['e.uuid', 'e.state', 'e.updated_at', 'p.entry_updated_at', 'p.x', 'p.y', 'p.z', 'p.point_size'])
+        .where('e.uuid', 'in', uuids.slice(start, start + WRITE_ROWS))
+        .execute();
+      for (const row of rows) {
+        const point = row.x === null || row.y === null || row.z === null || row.point_size === null ? null : { uuid: row.uuid, x: row.x, y: row.y, z: row.z, point_size: row.point_size };
+        found.push({ uuid: row.uuid, visible: row.state === 'visible', point, current: point !== null && Number(row.entry_updated_at) === Number(row.updated_at) });
+      }
+      if (start + WRITE_ROWS < uuids.length) await giveWay();
+    }
+    return found;
+  }
+
+  /**
+   * pointsByUuid walks the stars of `fit` whose entries are visible, in uuid order (the order of the
+   * stored answers), in pages, giving way to other work between pages. The walk follows the uuid
+   * index (a cross join keeps SQLite from starting at the points and sorting them all for each page);
+   * hidden entries are skipped here rather than by the index the state filter would pick.
+   */
+  async *pointsByUuid(fit: number, pageRows = UUID_PAGE_ROWS): AsyncGenerator<GalaxyPoint[]> {
+    let after = '';
     for (;;) {
       const rows = await this.db
-        .selectFrom('galaxy_points as p')
-        .innerJoin('entries as e', 'e.id', 'p.entry_id')
-        .select(['p.entry_id', 'e.uuid', 'e.state', 'p.x', 'p.y', 'p.z', 'p.point_size'])
+        .selectFrom('entries as e')
+        .crossJoin('galaxy_points as p')
+        .select(['e.uuid', 'e.state', 'p.x', 'p.y', 'p.z', 'p.point_size'])
+        .whereRef('p.entry_id', '=', 'e.id')
         .where('p.fit', '=', fit)
-        .where('p.entry_id', '>', after)
-        .orderBy('p.entry_id')
+        .where('e.uuid', '>', after)
+        .orderBy('e.uuid')
         .limit(pageRows)
         .execute();
-      if (rows.length > 0) {
-        yield rows.map(({ entry_id, uuid, state, x, y, z, point_size }) => ({ entryId: entry_id, uuid, visible: state === 'visible', x, y, z, point_size }));
-      }
+      const visible = rows.filter((row) => row.state === 'visible').map(({ uuid, x, y, z, point_size }) => ({ uuid, x, y, z, point_size }));
+      if (visible.length > 0) yield visible;
       if (rows.length < pageRows) return;
-      after = rows.at(-1)!.entry_id;
+      after = rows.at(-1)!.uuid;
       await giveWay();
     }
   }
 
+  /** startAnswer records a stored answer about to be written (not served until completeAnswer). */
+  async startAnswer(id: number, fit: number, revision: number, now: number): Promise<void> {
+    await this.db.insertInto('galaxy_answers').values({ id, fit, revision, stars: 0, chunks: 0, complete: 0, created_at: now }).execute();
+  }
+
+  /** writeAnswerChunks stores chunks of an answer being written, in one short transaction. */
+  async writeAnswerChunks(answer: number, chunks: readonly { format: string; seq: number; firstUuid: string; lastUuid: string; stars: number; bytes: Buffer }[]): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      for (const chunk of chunks) {
+        await trx
+          .insertInto('galaxy_answer_chunks')
+          .values({ answer, format: chunk.format, seq: chunk.seq, first_uuid: chunk.firstUuid, last_uuid: chunk.lastUuid, stars: chunk.stars, bytes: chunk.bytes })
+          .execute();
+      }
+    });
+  }
+
+  /** completeAnswer makes a written answer the one served for its fit. */
+  async completeAnswer(id: number, stars: number, chunks: number): Promise<void> {
+    await this.db.updateTable('galaxy_answers').set({ stars, chunks, complete: 1 }).where('id', '=', id).execute();
+  }
+
   /**
-   * visibleIds reads the ids of the visible entries: the table in key order, a page at a time (a
-   * range of its primary key; the state is checked here), giving way to other work between pages.
+   * dropAnswersBut deletes every stored answer but `keep` (ids), a chunk at a time: requests still
+   * streaming the previous answer keep it while the next one is written.
    */
-  async visibleIds(): Promise<number[]> {
-    const ids: number[] = [];
-    for (let after = -1; ; ) {
-      const rows = await this.db.selectFrom('entries').select(['id', 'state']).where('id', '>', after).orderBy('id').limit(ID_PAGE_ROWS).execute();
-      for (const row of rows) if (row.state === 'visible') ids.push(row.id);
-      if (rows.length < ID_PAGE_ROWS) return ids;
-      after = rows.at(-1)!.id;
+  async dropAnswersBut(keep: readonly number[]): Promise<void> {
+    const victims = await this.db.selectFrom('galaxy_answers').select('id').where('id', 'not in', keep.length > 0 ? keep : [-1]).execute();
+    for (const { id } of victims) await this.dropAnswer(Number(id));
+  }
+
+  /** dropAnswer deletes a stored answer, a few chunks at a time. */
+  async dropAnswer(id: number): Promise<void> {
+    for (;;) {
+      const chunks = await this.db.selectFrom('galaxy_answer_chunks').select(['format', 'seq']).where('answer', '=', id).limit(50).execute();
+      if (chunks.length === 0) break;
+      await this.db.transaction().execute(async (trx) => {
+        for (const { format, seq } of chunks) await trx.deleteFrom('galaxy_answer_chunks').where('answer', '=', id).where('format', '=', format).where('seq', '=', seq).execute();
+      });
       await giveWay();
     }
+    await this.db.deleteFrom('galaxy_answers').where('id', '=', id).execute();
+  }
+
+  /** answerIds lists the stored answers, newest first, complete or not. */
+  async answerIds(): Promise<{ id: number; fit: number; complete: boolean }[]> {
+    const rows = await this.db.selectFrom('galaxy_answers').select(['id', 'fit', 'complete']).orderBy('id', 'desc').execute();
+    return rows.map((row) => ({ id: Number(row.id), fit: Number(row.fit), complete: Number(row.complete) === 1 }));
   }
 
   // ---- For the computation (services/galaxy/) ----

@@ -1,8 +1,9 @@
 /**
  * GET /api/v1/nonsense/galaxy through HTTP, on both engines: 503 before the first layout, the CSV and
- * JSON shapes the public galaxy pages read (parsed back with papaparse, as they do), hidden and
- * deleted entries gone at once, ETags and 304, CORS, the 400 for other formats, the read budget and
- * the OpenAPI document.
+ * JSON shapes the public galaxy pages read (parsed back with papaparse, as they do), served from the
+ * stored answer (also by a process that computed nothing) with the changes since applied: hidden and
+ * deleted entries gone at once, new ones once placed; ETags and 304, HEAD, CORS, the 400 for other
+ * formats, the read budget and the OpenAPI document.
  */
 import Papa from 'papaparse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -79,16 +80,46 @@ describe('GET /api/v1/nonsense/galaxy', () => {
     }
   });
 
-  it('streams the same CSV, without a final line break, when the galaxy is not held in memory', async () => {
+  it('serves the stored answer: the stars are not read from the database again, also by a new process', async () => {
+    const layout = (await t.storage.galaxy.layout())!;
+    const answer = (await t.storage.galaxy.answer(layout.fit))!;
+    expect(answer).toMatchObject({ stars: entries.length, chunks: 1 });
+    const before = await get();
+    // A marked star written into the stored chunk shows that the body comes from it.
+    const marked = before.body.replace(entries[5]!.uuid, entries[5]!.uuid.replace(/.$/, 'f'));
+    const csv = await t.database.db.selectFrom('galaxy_answer_chunks').select('bytes').where('answer', '=', answer.id).where('format', '=', 'csv').executeTakeFirstOrThrow();
+    const markedBytes = Buffer.from(marked.slice(HEADER.join(',').length), 'latin1');
+    const setChunk = (bytes: Uint8Array) =>
+      t.database.db.updateTable('galaxy_answer_chunks').set({ bytes }).where('answer', '=', answer.id).where('format', '=', 'csv').execute();
+    await setChunk(markedBytes);
     const database = await openDatabase(t.config.database);
-    const streaming = await buildApp({ config: { ...t.config, galaxyCacheBytes: 0 }, storage: createStorage(database), logger: false });
+    const restarted = await buildApp({ config: t.config, storage: createStorage(database), logger: false });
     try {
-      const [held, streamed] = [await get(), await streaming.inject('/api/v1/nonsense/galaxy')];
-      expect(streamed.statusCode).toBe(200);
-      expect(streamed.body).toBe(held.body);
-      expect(Papa.parse(streamed.body, { header: true }).data).toHaveLength(entries.length);
+      const res = await restarted.inject('/api/v1/nonsense/galaxy');
+      expect(res.statusCode).toBe(200);
+      expect(res.body).toBe(marked);
+      expect(res.headers.etag).toBe(before.headers.etag);
     } finally {
-      await streaming.close();
+      await setChunk(csv.bytes);
+      await restarted.close();
+      await database.close();
+    }
+  });
+
+  it('walks the database instead when GALAXY_CACHE_BYTES cannot hold the changes since the stored answer', async () => {
+    const database = await openDatabase(t.config.database);
+    const walking = await buildApp({ config: { ...t.config, galaxyCacheBytes: 0 }, storage: createStorage(database), logger: false });
+    try {
+      await setState(t.storage, entries[2]!.uuid, 'hidden');
+      await setState(t.storage, entries[2]!.uuid, 'visible');
+      const [held, walked] = [await get(), await walking.inject('/api/v1/nonsense/galaxy')];
+      expect(walked.statusCode).toBe(200);
+      expect(walked.headers.etag).toBe(held.headers.etag);
+      expect(walked.body.split('\r\n').sort()).toEqual(held.body.split('\r\n').sort());
+      expect(walked.body.endsWith('\n')).toBe(false);
+      expect(Papa.parse(walked.body, { header: true }).data).toHaveLength(entries.length);
+    } finally {
+      await walking.close();
       await database.close();
     }
   });
@@ -103,12 +134,24 @@ describe('GET /api/v1/nonsense/galaxy', () => {
     expect(list).toEqual(csv.map((row) => ({ uuid: row.uuid, ...Object.fromEntries(HEADER.slice(1).map((f) => [f, parseFloat(row[f]!)])) })));
   });
 
-  it('reports the stars it holds ready in /metrics, within GALAXY_CACHE_BYTES', async () => {
-    const metrics = (await t.app.inject('/metrics')).body;
-    const bytes = Number(/^nonsense_cache_bytes\{cache="galaxy"\} (\d+)$/m.exec(metrics)?.[1]);
-    expect(bytes).toBeGreaterThan(0);
-    expect(bytes).toBeLessThanOrEqual(t.config.galaxyCacheBytes);
-    expect(metrics).toMatch(new RegExp(`^nonsense_cache_items\\{cache="galaxy"\\} ${entries.length}$`, 'm'));
+  it('reports what it holds of the changes since the stored answer in /metrics, within GALAXY_CACHE_BYTES', async () => {
+    const held = async () => {
+      await get();
+      const metrics = (await t.app.inject('/metrics')).body;
+      return {
+        bytes: Number(/^nonsense_cache_bytes\{cache="galaxy"\} (\d+)$/m.exec(metrics)?.[1]),
+        items: Number(/^nonsense_cache_items\{cache="galaxy"\} (\d+)$/m.exec(metrics)?.[1]),
+      };
+    };
+    // The entry hidden and shown again by the test before: one star served from the change log.
+    const now = await held();
+    expect(now.items).toBe(1);
+    expect(now.bytes).toBeGreaterThan(0);
+    expect(now.bytes).toBeLessThanOrEqual(t.config.galaxyCacheBytes);
+    await setState(t.storage, entries[6]!.uuid, 'hidden');
+    expect((await held()).items).toBe(1);
+    await setState(t.storage, entries[6]!.uuid, 'visible');
+    expect((await held()).items).toBe(2);
   });
 
   it('answers 400 for any other format, naming the allowed ones', async () => {
@@ -171,6 +214,8 @@ describe('GET /api/v1/nonsense/galaxy', () => {
     const head = await t.app.inject({ method: 'HEAD', url: '/api/v1/nonsense/galaxy?format=json' });
     expect(head.statusCode).toBe(200);
     expect(head.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(head.headers.etag).toBe((await get('?format=json')).headers.etag);
+    expect(head.body).toBe('');
     const doc = (await t.app.inject('/openapi.json')).json();
     const operation = doc.paths['/api/v1/nonsense/galaxy'].get;
     expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '304', '400', '503']));

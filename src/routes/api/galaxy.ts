@@ -21,8 +21,7 @@ const Body = (schema: TSchema) => Type.Unsafe<Buffer | Readable>(schema);
 
 const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { galaxy, cache } = app.storage;
-  // The stored layout is read into memory by the first request for it, not at start: most processes
-  // serve the galaxy rarely, and a start should be quick and small (docs/performance.md).
+  // The stored answer is streamed from the database; only what changed since it was written is held.
   const bodies = new GalaxyBodies(galaxy, () => cache.current(), app.config.galaxyCacheBytes);
   const unwatch = watchCache('galaxy', () => ({ bytes: bodies.bytes, items: bodies.stars }));
   app.addHook('onClose', async () => unwatch());
@@ -74,8 +73,13 @@ const galaxyRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const view = await bodies.view(layout);
       if (notModified(request, reply, strongTag(`${view.tag}-${format}`), 'no-cache')) return reply;
       reply.type(GALAXY_CONTENT_TYPES[format]);
-      const body = view.body(format);
-      return reply.send(body instanceof Promise ? await body : Readable.from(body));
+      const body = await view.body(format);
+      // A HEAD would read a streamed body to its end only to throw it away.
+      if (request.method === 'HEAD' && body instanceof Readable) {
+        body.destroy();
+        return reply.send(Readable.from([]));
+      }
+      return reply.send(body);
     },
   );
 };

@@ -10,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config.ts';
 import type { Storage } from '../../storage/index.ts';
 import { startThread, workerModule } from '../worker-pool/index.ts';
+import { answerStale } from './answer.ts';
 import { MODEL_VERSION } from './model-version.ts';
 import type { GalaxyWorkerData, GalaxyWorkerMessage } from './worker.ts';
 
@@ -142,8 +143,13 @@ export class GalaxyBackground {
   }
 }
 
-/** galaxyBehind tells whether the stored layout is missing, of another model version, or behind the entries (two small reads). */
+/**
+ * galaxyBehind tells whether the stored layout is missing, of another model version, or behind the
+ * entries, or its stored answer is to be written again (a few small reads).
+ */
 export async function galaxyBehind(storage: Storage): Promise<boolean> {
   const layout = await storage.galaxy.layout();
-  return layout === null || layout.model_version !== MODEL_VERSION || layout.revision !== (await storage.galaxy.revision());
+  if (layout === null || layout.model_version !== MODEL_VERSION) return true;
+  const revision = await storage.galaxy.revision();
+  return layout.revision !== revision || (await answerStale(storage.galaxy, layout, revision));
 }

@@ -19,6 +19,7 @@
  */
 import type { Database } from '../../db/database.ts';
 import { GalaxyStore, type EntryToPlace, type GalaxyLayout, type PlacedPoint } from '../../storage/galaxy.ts';
+import { answerStale, writeAnswer } from './answer.ts';
 import { FIT_SAMPLE, LayoutModel, pointSize, yieldToEvents, type Pause } from './layout.ts';
 import { MODEL_VERSION } from './model-version.ts';
 
@@ -37,6 +38,7 @@ export type RoundResult =
   | { action: 'busy' }
   | { action: 'none'; fit: number | null }
   | { action: 'placed'; fit: number; placed: number }
+  | { action: 'answered'; fit: number; stars: number }
   | { action: 'fitted'; fit: number; points: number; sample: number; placed: number; superseded: boolean };
 
 export interface ComputeOptions {
@@ -121,17 +123,30 @@ export class GalaxyComputer {
     const revision = await store.revision();
     const layout = await store.layout();
     // The common case, every few seconds: nothing changed since the layout was brought up to date.
-    if (!forceRefit && layout !== null && layout.revision === revision && layout.model_version === MODEL_VERSION) return { action: 'none', fit: layout.fit };
+    if (!forceRefit && layout !== null && layout.revision === revision && layout.model_version === MODEL_VERSION) return this.answer(store, revision, { action: 'none', fit: layout.fit });
     if (forceRefit || layout === null || layout.model_version !== MODEL_VERSION) return this.refit(store, revision, layout);
     const pending = (await store.pending(layout.fit, PLACE_BATCH)).length;
     if (needsRefit(layout, await store.countVisible(), pending)) return this.refit(store, revision, layout);
-    if (pending === 0) return this.settle(store, layout, revision);
+    if (pending === 0) return this.answer(store, revision, await this.settle(store, layout, revision));
     const model = await this.modelOf(store, layout);
     if (model === null || !model.canPlace) return this.refit(store, revision, layout);
     const placed = await this.placePending(store, layout.fit, model, revision, this.pause);
     if (placed === null) return { action: 'none', fit: layout.fit };
-    if (placed === 0) return this.settle(store, layout, revision);
-    return { action: 'placed', fit: layout.fit, placed };
+    if (placed === 0) return this.answer(store, revision, await this.settle(store, layout, revision));
+    return this.answer(store, revision, { action: 'placed', fit: layout.fit, placed });
+  }
+
+  /**
+   * answer writes the stored answer of the current layout when there is none or it is stale
+   * (answer.ts); otherwise the round's result stands. It reflects the revision the layout reflects.
+   */
+  private async answer(store: GalaxyStore, revision: number, result: RoundResult): Promise<RoundResult> {
+    const layout = await store.layout();
+    if (layout === null || !(await answerStale(store, layout, revision))) return result;
+    const started = this.now();
+    const answer = await writeAnswer(store, layout.fit, layout.revision, started, this.pause);
+    this.log('galaxy answer stored', { fit: layout.fit, stars: answer.stars, chunks: answer.chunks, ms: this.now() - started });
+    return result.action === 'none' ? { action: 'answered', fit: layout.fit, stars: answer.stars } : result;
   }
 
   /** settle records that a layout with nothing to place reflects the current revision. */
@@ -233,6 +248,10 @@ export class GalaxyComputer {
       if (transformed % 20_000 < rest.length) this.log('galaxy refit progress', { fit, transformed, ms: this.now() - started });
     }
 
+    // The endpoint's answer for the new fit, stored before the switch so that it is served at once.
+    const answer = await writeAnswer(store, fit, revision, this.now(), pause);
+    this.log('galaxy answer stored', { fit, stars: answer.stars, chunks: answer.chunks, ms: this.now() - started });
+
     const activated = await store.activateFit(fit, previous?.fit ?? null, {
       revision,
       fittedCount: count,
@@ -242,6 +261,7 @@ export class GalaxyComputer {
     });
     if (!activated) {
       // Another process switched to its own new fit meanwhile: keep that one.
+      await store.dropAnswer(answer.id);
       await store.deleteOtherFits((await store.layout())!.fit);
       this.log('galaxy refit superseded by another process', { fit });
       return { action: 'fitted', fit, points: count, sample: sample.length, placed: 0, superseded: true };

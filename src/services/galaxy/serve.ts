@@ -1,251 +1,280 @@
 /**
- * What the galaxy endpoint serves, kept in memory so that a request costs no database walk:
+ * What the galaxy endpoint serves: the stored answer of the current fit (answer.ts), streamed chunk
+ * by chunk from the database, with the entries changed since it was written applied on the way, so
+ * that a request costs the same first byte at any size and the process holds no copy of the galaxy.
  *
- * - A *snapshot* of the stored layout: every star of one layout version, each already rendered as a
- *   CSV record and as a JSON object, packed into one buffer per format. It is read in pages in the
- *   background when the layout changes; until then requests get the previous snapshot, the last
- *   layout this process read (a second or two old at most). Only the very first request of a process
- *   waits for one.
- * - Which stars are shown is decided per request from the entries' revision: when entries changed
- *   since the snapshot was read, the ids of the visible entries are read again (one indexed column),
- *   so hidden and deleted entries leave the galaxy at once, as everywhere else. A body is then the
- *   runs of shown stars copied out of the snapshot's buffer: a few milliseconds for 100,000 stars.
- *
- * A snapshot holds about 200 bytes a star (its two records and its id), within a byte budget
- * (GALAXY_CACHE_BYTES): a galaxy that would not fit is not held in memory, and every request then
- * walks the database page by page.
+ * - The *overlay* of an answer is what changed since it was written: the uuids of the entries the
+ *   change log names after the answer's revision (created, edited, hidden, shown again, deleted),
+ *   each looked up as it is now. Every one of them is left out of the chunks that hold it, and those
+ *   that are visible and placed are sent after the chunks. It is built once per layout version and
+ *   entries revision and shared by the requests, within a bound (MAX_OVERLAY_ENTRIES, and the byte
+ *   budget GALAXY_CACHE_BYTES for its rendered stars); the computation writes the answer again well
+ *   before that bound.
+ * - Without a usable answer (none yet for this fit, an overlay over its bound, a change log pruned
+ *   past the answer) the stars are walked from the database page by page, as before answers were
+ *   stored: the same stars, in uuid order.
+ * - A body under SMALL_BODY_BYTES is sent whole, with its length; a larger one is streamed.
  */
+import { Readable } from 'node:stream';
+import { setImmediate as giveWay } from 'node:timers/promises';
 import { csvRecord, GALAXY_BODY_SHAPE, GALAXY_CSV_HEADER, galaxyChunks, jsonItem, renderPages, type GalaxyFormat } from '../../formats/galaxy.ts';
-import type { GalaxyLayout, GalaxyStore } from '../../storage/galaxy.ts';
+import type { AnswerChunkRange, GalaxyAnswer, GalaxyLayout, GalaxyStore } from '../../storage/galaxy.ts';
+import { REWRITE_AFTER_CHANGES } from './answer.ts';
 
-/**
- * What a star is expected to take in a snapshot, to decide before reading whether a galaxy fits the
- * budget: its CSV record (about 80 bytes), its JSON object (about 110), its id and visibility (9).
- * The snapshot's real size decides after reading.
- */
-const EXPECTED_BYTES_A_STAR = 200;
+/** Entry changes since the answer beyond which it is not used (the computation rewrites it at REWRITE_AFTER_CHANGES). */
+export const MAX_OVERLAY_ENTRIES = 2 * REWRITE_AFTER_CHANGES;
+/** Changes read from the log at a time. */
+const LOG_PAGE = 2000;
+/** Bodies up to this size are assembled and sent with their length. */
+export const SMALL_BODY_BYTES = 1 << 20;
+/** Stars rendered between two pauses when building an overlay. */
+const RENDER_PAGE = 2000;
 
-/** One format's records, back to back, and where each starts (`offsets[i]` to `offsets[i + 1]`). */
-interface Records {
-  bytes: Buffer;
-  offsets: Float64Array;
-}
-
-interface Snapshot {
-  fit: number;
-  version: number;
-  /** The entries revision the layout reflected when read. */
-  layoutRevision: number;
-  /** What it holds, in bytes. */
+interface Overlay {
+  key: string;
+  /** Per chunk (seq), the uuids to leave out of it. */
+  removedBySeq: Map<number, Set<string>>;
+  /** The visible, placed stars among the changed entries, rendered in each format (JSON objects each followed by a comma). */
+  added: Record<GalaxyFormat, Buffer>;
+  stars: number;
   bytes: number;
-  /** The entries revision when it was read, and which stars were visible then. */
-  readAt: number;
-  visibleAtRead: Uint8Array;
-  ids: Float64Array;
-  /** JSON objects are each followed by a comma; the body's last one becomes the closing bracket. */
-  records: Record<GalaxyFormat, Records>;
 }
 
 /** What a request is answered with: what identifies it (for its ETag), and its body in a format. */
 export interface GalaxyView {
   tag: string;
-  body(format: GalaxyFormat): Promise<Buffer> | AsyncIterable<string>;
+  /** The body: whole (small) or a stream; `head` only tells whether to stream it at all. */
+  body(format: GalaxyFormat): Promise<Buffer | Readable>;
 }
 
 export class GalaxyBodies {
-  private snapshot: Snapshot | null = null;
-  private loading: { key: string; promise: Promise<Snapshot | null> } | null = null;
-  private visible: { revision: number; ids: Promise<Set<number>> } | null = null;
-  /** The runs of shown stars (start, end pairs) of the current snapshot at a revision. */
-  private runs: { key: string; runs: Promise<Float64Array> } | null = null;
-  /**
-   * The last body assembled per format, for the runs it was assembled from. Requests in flight at the
-   * same time share it, where each used to copy its own: a body is megabytes (80 bytes a star in CSV),
-   * and eight clients asking at once grew the process by 84 MiB of freed copies that the allocator
-   * kept (docs/performance.md, "Memory under abuse"). Held weakly: an idle process lets it go.
-   */
-  private readonly lastBodies = new Map<GalaxyFormat, { runs: Float64Array; body: WeakRef<Buffer> }>();
-  /** The layout (fit/version) whose snapshot came out larger than the budget: it is streamed. */
-  private overBudget: string | null = null;
+  private answer: { fit: number; version: number; answer: Promise<{ answer: GalaxyAnswer; ranges: Record<GalaxyFormat, AnswerChunkRange[]> } | null> } | null = null;
+  private overlay: { key: string; overlay: Promise<Overlay | null> } | null = null;
+  private held = { bytes: 0, stars: 0 };
 
   constructor(
     private readonly store: GalaxyStore,
     private readonly revision: () => Promise<number>,
-    /** Byte budget of the snapshot; 0 never holds one. */
+    /** Byte budget of an overlay's rendered stars; an overlay over it is not used. */
     private readonly budget: number,
+    /** Bodies up to this size are sent whole, with their length. */
+    private readonly smallBody = SMALL_BODY_BYTES,
   ) {}
 
-  /** bytes is what the snapshot in use holds (0 when there is none). */
+  /** bytes is what the overlay in use holds. */
   get bytes(): number {
-    return this.snapshot?.bytes ?? 0;
+    return this.held.bytes;
   }
 
-  /** stars is the number of stars of the snapshot in use. */
+  /** stars is the number of stars the overlay in use adds. */
   get stars(): number {
-    return this.snapshot?.ids.length ?? 0;
+    return this.held.stars;
   }
 
-  /** view returns what to serve for `layout` now; it waits only when this process has no snapshot yet. */
+  /** view returns what to serve for `layout` now. */
   async view(layout: GalaxyLayout): Promise<GalaxyView> {
     const revision = await this.revision();
-    const key = `${layout.fit}/${layout.version}`;
-    if ((layout.fitted_count + layout.placed_since_fit) * EXPECTED_BYTES_A_STAR > this.budget || this.overBudget === key) {
-      this.snapshot = null;
-      this.runs = null;
-      return {
-        tag: `galaxy-${layout.revision}.${layout.version}-r${revision}-s${GALAXY_BODY_SHAPE}`,
-        body: (format) => galaxyChunks(format, renderPages(format, this.store.points(layout.fit))),
-      };
+    const tag = `galaxy-${layout.revision}.${layout.version}-r${revision}-s${GALAXY_BODY_SHAPE}`;
+    const stored = await this.answerOf(layout);
+    const overlay = stored === null ? null : await this.overlayOf(stored.answer, stored.ranges, layout, revision);
+    if (stored === null || overlay === null) {
+      return { tag, body: (format) => sized(galaxyChunks(format, renderPages(format, this.store.pointsByUuid(layout.fit))), this.smallBody) };
     }
-    const current = this.snapshot;
-    if (current === null || `${current.fit}/${current.version}` !== key) {
-      const next = this.load(layout, key);
-      if (current === null && (await next) === null) return this.view(layout);
-    }
-    const snapshot = this.snapshot!;
-    return {
-      tag: `galaxy-${snapshot.layoutRevision}.${snapshot.version}-r${revision}-s${GALAXY_BODY_SHAPE}`,
-      body: (format) => this.body(snapshot, revision, format),
-    };
+    return { tag, body: (format) => sized(this.stream(stored.answer, stored.ranges[format], overlay, format), this.smallBody) };
   }
 
-  /**
-   * load reads a snapshot of `layout` (once, however many requests ask) and makes it current; null
-   * when it turned out larger than the budget, which then holds no snapshot for this layout.
-   */
-  private load(layout: GalaxyLayout, key: string): Promise<Snapshot | null> {
-    if (this.loading?.key === key) return this.loading.promise;
-    const promise = (async () => {
-      const readAt = await this.revision();
-      const ids: number[] = [];
-      const visibleAtRead: number[] = [];
-      const csv = new RecordsBuilder();
-      const json = new RecordsBuilder();
-      for await (const page of this.store.allPoints(layout.fit)) {
-        for (const star of page) {
-          ids.push(star.entryId);
-          visibleAtRead.push(star.visible ? 1 : 0);
-          csv.add(csvRecord(star));
-          json.add(`${jsonItem(star)},`);
-        }
-        csv.endPage();
-        json.endPage();
-      }
-      const records = { csv: csv.build(), json: json.build() };
-      const bytes = ids.length * 9 + records.csv.bytes.length + records.json.bytes.length + 16 * (ids.length + 1);
-      if (bytes > this.budget) {
-        this.overBudget = key;
-        this.snapshot = null;
-        this.runs = null;
-        return null;
-      }
-      const snapshot: Snapshot = {
-        fit: layout.fit,
-        version: layout.version,
-        layoutRevision: layout.revision,
-        bytes,
-        readAt,
-        visibleAtRead: Uint8Array.from(visibleAtRead),
-        ids: Float64Array.from(ids),
-        records,
-      };
-      // A newer layout may have been read meanwhile; never go back to an older one.
-      if (this.snapshot === null || this.snapshot.fit !== snapshot.fit || this.snapshot.version < snapshot.version) {
-        this.snapshot = snapshot;
-        this.runs = null;
-      }
-      return snapshot;
-    })();
-    this.loading = { key, promise };
-    const done = () => {
-      if (this.loading?.promise === promise) this.loading = null;
-    };
-    promise.then(done, done);
-    return promise;
-  }
-
-  /** visibleIds reads the ids of the visible entries at `revision`, once per revision. */
-  private visibleIds(revision: number): Promise<Set<number>> {
-    if (this.visible?.revision !== revision) {
-      const ids = this.store.visibleIds().then((list) => new Set(list));
-      this.visible = { revision, ids };
-      ids.catch(() => {
-        if (this.visible?.ids === ids) this.visible = null;
-      });
-    }
-    return this.visible.ids;
-  }
-
-  /** shownRuns finds the runs of stars to show: visible as read with the snapshot, or at `revision`. */
-  private shownRuns(snapshot: Snapshot, revision: number): Promise<Float64Array> {
-    const key = `${snapshot.fit}/${snapshot.version}/${revision}`;
-    if (this.runs?.key !== key || this.snapshot !== snapshot) {
-      const runs = (async () => {
-        const visible = revision === snapshot.readAt ? null : await this.visibleIds(revision);
-        const out: number[] = [];
-        let start = -1;
-        for (let i = 0; i <= snapshot.ids.length; i++) {
-          const shown = i < snapshot.ids.length && (visible === null ? snapshot.visibleAtRead[i] === 1 : visible.has(snapshot.ids[i]!));
-          if (shown && start === -1) start = i;
-          if (!shown && start !== -1) {
-            out.push(start, i);
-            start = -1;
-          }
-        }
-        return Float64Array.from(out);
+  /** answerOf reads the stored answer of the layout's fit and where its chunks start, once per layout version. */
+  private answerOf(layout: GalaxyLayout) {
+    if (this.answer?.fit !== layout.fit || this.answer.version !== layout.version) {
+      const before = this.answer?.answer;
+      const answer = (async () => {
+        const found = await this.store.answer(layout.fit);
+        if (found === null) return null;
+        // An answer's chunks do not change: the ranges of the one already read are kept.
+        const previous = before === undefined ? null : await before.catch(() => null);
+        if (previous?.answer.id === found.id) return previous;
+        const [csv, json] = [await this.store.answerRanges(found.id, 'csv'), await this.store.answerRanges(found.id, 'json')];
+        return { answer: found, ranges: { csv, json } };
       })();
-      if (this.snapshot === snapshot) this.runs = { key, runs };
-      runs.catch(() => {
-        if (this.runs?.runs === runs) this.runs = null;
+      this.answer = { fit: layout.fit, version: layout.version, answer };
+      answer.catch(() => {
+        if (this.answer?.answer === answer) this.answer = null;
       });
-      return runs;
     }
-    return this.runs.runs;
+    return this.answer.answer;
   }
 
-  private async body(snapshot: Snapshot, revision: number, format: GalaxyFormat): Promise<Buffer> {
-    const runs = await this.shownRuns(snapshot, revision);
-    const last = this.lastBodies.get(format);
-    const shared = last?.runs === runs ? last.body.deref() : undefined;
-    if (shared !== undefined) return shared;
-    const body = this.assemble(snapshot, runs, format);
-    this.lastBodies.set(format, { runs, body: new WeakRef(body) });
-    return body;
+  /** overlayOf builds the overlay of `answer` for the layout version and entries revision, once for all requests. */
+  private overlayOf(answer: GalaxyAnswer, ranges: Record<GalaxyFormat, AnswerChunkRange[]>, layout: GalaxyLayout, revision: number): Promise<Overlay | null> {
+    const key = `${answer.id}/${layout.version}/${revision}`;
+    if (this.overlay?.key !== key) {
+      const overlay = this.buildOverlay(key, answer, ranges.csv, layout);
+      this.overlay = { key, overlay };
+      overlay.then(
+        (built) => {
+          if (this.overlay?.overlay === overlay) this.held = { bytes: built?.bytes ?? 0, stars: built?.stars ?? 0 };
+        },
+        () => {
+          if (this.overlay?.overlay === overlay) this.overlay = null;
+        },
+      );
+    }
+    return this.overlay.overlay;
   }
 
-  /** assemble copies the shown runs of one format's records into a body. */
-  private assemble(snapshot: Snapshot, runs: Float64Array, format: GalaxyFormat): Buffer {
-    const { bytes, offsets } = snapshot.records[format];
-    const parts: Buffer[] = [format === 'csv' ? Buffer.from(GALAXY_CSV_HEADER) : Buffer.from('[')];
-    for (let r = 0; r < runs.length; r += 2) parts.push(bytes.subarray(offsets[runs[r]!], offsets[runs[r + 1]!]));
-    if (format === 'csv') return Buffer.concat(parts);
-    if (parts.length === 1) return Buffer.from('[]');
-    const body = Buffer.concat(parts);
-    body[body.length - 1] = 0x5d; // the last object's comma becomes `]`
-    return body;
+  private async buildOverlay(key: string, answer: GalaxyAnswer, ranges: readonly AnswerChunkRange[], layout: GalaxyLayout): Promise<Overlay | null> {
+    const changed = new Set<string>();
+    for (let after = answer.revision; ; ) {
+      const page = await this.store.entryKeysChangedAfter(after, LOG_PAGE);
+      for (const uuid of page.keys) changed.add(uuid);
+      if (changed.size > MAX_OVERLAY_ENTRIES) return null;
+      if (!page.full) break;
+      after = page.last;
+      await giveWay();
+    }
+    // Read after the log: pruning raises the floor before it removes changes.
+    if ((await this.store.changesFloor()) > answer.revision) return null;
+    const uuids = [...changed].sort();
+    const removedBySeq = new Map<number, Set<string>>();
+    // Chunks follow the database's order of uuids; should a collation order them otherwise than
+    // JavaScript does, every chunk is searched for every changed star.
+    const ordered = inOrder(ranges);
+    for (const range of ordered ? [] : ranges) removedBySeq.set(range.seq, changed);
+    for (const uuid of ordered ? uuids : []) {
+      const seq = chunkOf(ranges, uuid);
+      if (seq === -1) continue;
+      let set = removedBySeq.get(seq);
+      if (set === undefined) removedBySeq.set(seq, (set = new Set()));
+      set.add(uuid);
+    }
+    const now = await this.store.entriesNow(layout.fit, uuids);
+    now.sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
+    const csv: string[] = [];
+    const json: string[] = [];
+    let bytes = 0;
+    for (const entry of now) {
+      if (!entry.visible || entry.point === null) continue;
+      const record = csvRecord(entry.point);
+      const item = `${jsonItem(entry.point)},`;
+      csv.push(record);
+      json.push(item);
+      bytes += record.length + item.length;
+      if (bytes > this.budget) return null;
+      if (csv.length % RENDER_PAGE === 0) await giveWay();
+    }
+    return {
+      key,
+      removedBySeq,
+      added: { csv: Buffer.from(csv.join(''), 'latin1'), json: Buffer.from(json.join(''), 'latin1') },
+      stars: csv.length,
+      bytes: bytes + uuids.length * 48,
+    };
+  }
+
+  /** stream sends the answer's chunks without the changed stars, then the changed stars as they are now. */
+  private async *stream(answer: GalaxyAnswer, ranges: readonly AnswerChunkRange[], overlay: Overlay, format: GalaxyFormat): AsyncGenerator<Buffer> {
+    const json = format === 'json';
+    yield Buffer.from(json ? '[' : GALAXY_CSV_HEADER);
+    let first = true;
+    // JSON objects are stored each followed by a comma: a piece goes without its last one, and after one.
+    const piece = function* (bytes: Buffer): Generator<Buffer> {
+      if (bytes.length === 0) return;
+      if (!json) {
+        yield bytes;
+        return;
+      }
+      if (!first) yield COMMA;
+      first = false;
+      yield bytes.subarray(0, bytes.length - 1);
+    };
+    for (const range of ranges) {
+      const bytes = await this.store.answerChunk(answer.id, format, range.seq);
+      // Dropped by the computation two answers later: this request took longer than a whole rewrite.
+      if (bytes === null) throw new Error('The stored galaxy answer was replaced while it was being sent.');
+      const removed = overlay.removedBySeq.get(range.seq);
+      yield* piece(removed === undefined ? bytes : without(bytes, format, removed));
+    }
+    yield* piece(overlay.added[format]);
+    if (json) yield Buffer.from(']');
   }
 }
 
-/** RecordsBuilder packs records (ASCII strings) into one buffer, a page at a time. */
-class RecordsBuilder {
-  private readonly pages: Buffer[] = [];
-  private readonly offsets: number[] = [0];
-  private page: string[] = [];
-  private length = 0;
+const COMMA = Buffer.from(',');
+const CRLF = Buffer.from('\r\n');
+const OBJECT_END = Buffer.from('},');
+const UUID_LENGTH = 36;
 
-  add(record: string): void {
-    this.page.push(record);
-    this.length += record.length;
-    this.offsets.push(this.length);
-  }
+/** inOrder tells whether chunk ranges are in JavaScript's order of strings, one after the other. */
+function inOrder(ranges: readonly AnswerChunkRange[]): boolean {
+  return ranges.every((range, i) => range.firstUuid <= range.lastUuid && (i === 0 || ranges[i - 1]!.lastUuid < range.firstUuid));
+}
 
-  endPage(): void {
-    this.pages.push(Buffer.from(this.page.join(''), 'latin1'));
-    this.page = [];
+/** chunkOf finds the chunk whose uuid range holds `uuid`, or -1 (ranges are in uuid order). */
+function chunkOf(ranges: readonly AnswerChunkRange[], uuid: string): number {
+  let low = 0;
+  let high = ranges.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >> 1;
+    const range = ranges[middle]!;
+    if (uuid < range.firstUuid) high = middle - 1;
+    else if (uuid > range.lastUuid) low = middle + 1;
+    else return range.seq;
   }
+  return -1;
+}
 
-  build(): Records {
-    this.endPage();
-    return { bytes: Buffer.concat(this.pages), offsets: Float64Array.from(this.offsets) };
+/** without copies a chunk without the records of `removed` (one pass over its records). */
+function without(bytes: Buffer, format: GalaxyFormat, removed: ReadonlySet<string>): Buffer {
+  const parts: Buffer[] = [];
+  let kept = 0;
+  // A CSV record is `\r\n<uuid>,…` up to the next CRLF; a JSON one `{"uuid":"<uuid>",…},`.
+  const uuidAt = format === 'csv' ? 2 : 9;
+  for (let at = 0; at < bytes.length; ) {
+    let end: number;
+    if (format === 'csv') {
+      end = bytes.indexOf(CRLF, at + 2);
+      if (end === -1) end = bytes.length;
+    } else {
+      end = bytes.indexOf(OBJECT_END, at) + 2;
+      if (end === 1) end = bytes.length;
+    }
+    if (removed.has(bytes.toString('latin1', at + uuidAt, at + uuidAt + UUID_LENGTH))) {
+      if (at > kept) parts.push(bytes.subarray(kept, at));
+      kept = end;
+    }
+    at = end;
   }
+  if (kept === 0) return bytes;
+  if (kept < bytes.length) parts.push(bytes.subarray(kept));
+  return Buffer.concat(parts);
+}
+
+/**
+ * sized reads a body up to `small` bytes: a smaller one is returned whole (sent with its length),
+ * a larger one as a stream of what was read and the rest.
+ */
+async function sized(pieces: AsyncIterable<Buffer | string>, small: number): Promise<Buffer | Readable> {
+  const iterator = pieces[Symbol.asyncIterator]();
+  const read: Buffer[] = [];
+  let length = 0;
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done === true) return Buffer.concat(read);
+    const piece = typeof next.value === 'string' ? Buffer.from(next.value) : next.value;
+    read.push(piece);
+    length += piece.length;
+    if (length > small) break;
+  }
+  async function* rest(): AsyncGenerator<Buffer | string> {
+    yield* read;
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done === true) return;
+      yield next.value;
+    }
+  }
+  const stream = Readable.from(rest(), { objectMode: false });
+  // A request that goes away ends the walk (and its database reads) at the next piece.
+  stream.on('close', () => void iterator.return?.(undefined));
+  return stream;
 }
