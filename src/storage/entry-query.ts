@@ -13,15 +13,41 @@ import { searchKey } from '../domain/search-text.ts';
 import type { EntryRecord } from '../domain/records.ts';
 
 export type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
-export { TimeLimitError } from '../db/time-limit.ts';
+import { TimeLimitError } from '../db/time-limit.ts';
+export { TimeLimitError };
 
-/** An entry of a list: the stored record and its state. */
-/** A page of the search page: its entries, how many match in all, and the first one's position among them. */
+/**
+ * A count that stops: exactly `n`, or, with `over`, more than `n` (COUNT_CAP was reached). Null when
+ * it was not counted within COUNT_TIME_MS.
+ */
+export type BoundedCount = { n: number; over: boolean } | null;
+
+/**
+ * A page of the search page: its entries, whether more come after them, how many match in all and
+ * the first one's position among them (1-based; "over" when COUNT_CAP or more come before it).
+ */
 export interface SearchPage {
   found: ListedEntry[];
-  total: number;
-  rank: number;
+  more: boolean;
+  total: BoundedCount;
+  rank: BoundedCount;
 }
+
+/** The search page counts matches up to this many; beyond, it says "more than". */
+export const COUNT_CAP = 1000;
+/** How long each of the search page's counts may take; beyond, the page goes without it. */
+const COUNT_TIME_MS = 100;
+/**
+ * A term the search index finds in at most this many entries is matched through the index (its
+ * matches read and sorted: a few milliseconds); one found in more, by walking the order and testing
+ * rows, which meets a page's worth of matches soon: at 10 million entries one row in 5,000 matches.
+ */
+const FEW_MATCHES = 2000;
+/** How long a term's plan (TextPlans) is kept: it changes only with many writes, and never the result. */
+const PLAN_TTL_MS = 60_000;
+const PLANS_KEPT = 256;
+
+/** An entry of a list: the stored record and its state. */
 
 export interface ListedEntry extends EntryRecord {
   state: EntryState;
@@ -80,11 +106,14 @@ export interface EntryListQuery {
   /** Each statement of the query may run this long; past it, it fails with TimeLimitError (db/time-limit.ts). */
   timeLimitMs?: number;
   /**
-   * Match `filter.q` by testing the rows visited, not through the search index (quirks'
-   * containsText); in listPages, on the pages after the first only.
+   * How `filter.q` is matched (textPlan chooses): `index`, through the search index alone, the
+   * entries it finds then filtered and sorted (few matches); `scan`, by testing the rows the order
+   * walks (many). By default, as the engine's containsText does.
    */
-  scanText?: boolean;
+  textMatch?: TextMatch;
 }
+
+export type TextMatch = 'index' | 'scan';
 
 /** isKeysetOrder tells whether an order can be resumed from an `EntryCursor` (timestamp, uuid): it has column keys only. */
 export function isKeysetOrder(order: readonly EntryOrderKey[] | undefined): boolean {
@@ -134,16 +163,21 @@ export class EntryQuery {
   }
 
   /** matching is the unordered set of entries a list query's filter and condition select. */
-  private matching({ filter = {}, where, scanText }: EntryListQuery, db: Kysely<DB>, check?: Expression<SqlBool>) {
+  private matching({ filter = {}, where, textMatch }: EntryListQuery, db: Kysely<DB>, check?: Expression<SqlBool>) {
     let select = db.selectFrom('entries').select(['entries.uuid', 'entries.text', 'entries.created_at', 'entries.state']);
+    const q = filter.q ? searchKey(filter.q) : '';
+    // Through the index, the state and the dates are tested on the few entries it finds: written so
+    // that no index can serve them, or SQLite (which plans without statistics) walks the whole order
+    // index testing each row against the index's matches, to spare itself a sort.
+    const byIndex = q !== '' && textMatch === 'index';
     const state = filter.state ?? 'visible';
-    if (state !== 'any') select = select.where('entries.state', '=', state);
+    if (state !== 'any') select = select.where(byIndex ? sql<string>`entries.state || ''` : sql.ref('entries.state'), '=', state);
     // Before every other condition, so that it is evaluated on every row the statement visits.
     if (check) select = select.where(check);
-    const q = filter.q ? searchKey(filter.q) : '';
-    if (q !== '') select = select.where(this.quirks.containsText(q, scanText));
-    if (filter.after !== undefined) select = select.where('entries.created_at', '>', filter.after);
-    if (filter.before !== undefined) select = select.where('entries.created_at', '<', filter.before);
+    if (q !== '') select = select.where(this.quirks.containsText(q, textMatch === 'scan'));
+    const createdAt = byIndex ? sql<number>`entries.created_at + 0` : sql.ref<number>('entries.created_at');
+    if (filter.after !== undefined) select = select.where(createdAt, '>', filter.after);
+    if (filter.before !== undefined) select = select.where(createdAt, '<', filter.before);
     if (filter.singleLine) select = select.where('entries.text', 'not like', '%\n%').where('entries.text', 'not like', '%\r%');
     if (where) select = select.where(where);
     return select;
@@ -181,23 +215,97 @@ export class EntryQuery {
   }
 
   /**
+   * textPlan chooses how a term is matched (EntryListQuery.textMatch): through the index when it
+   * finds the term in FEW_MATCHES entries at most, else by testing rows in order; undefined when the
+   * engine chooses by itself (quirks' countIndexMatches) or there is no term. The index is asked for
+   * FEW_MATCHES + 1 entries at most, so the choice itself stops early; it is kept a minute per term.
+   */
+  async textPlan(filter: EntryFilter): Promise<TextMatch | undefined> {
+    const q = filter.q ? searchKey(filter.q) : '';
+    if (q === '') return undefined;
+    const kept = this.plans.get(q);
+    if (kept !== undefined && kept.until > Date.now()) return kept.plan;
+    const found = await this.quirks.countIndexMatches(this.db, q, FEW_MATCHES + 1);
+    const plan = found === null ? undefined : found > FEW_MATCHES ? 'scan' : 'index';
+    this.plans.delete(q);
+    if (this.plans.size >= PLANS_KEPT) this.plans.delete(this.plans.keys().next().value!);
+    this.plans.set(q, { plan, until: Date.now() + PLAN_TTL_MS });
+    return plan;
+  }
+
+  private readonly plans = new Map<string, { plan: TextMatch | undefined; until: number }>();
+
+  /**
    * searchPage is a page of the search page (routes/site/search.ts): up to `limit` entries after
-   * `next`, or before `prev` (a full first page when fewer come before it), with the number of
-   * matching entries and the position of the first shown among them (1-based).
+   * `next`, or before `prev` (a full first page when fewer come before it), whether more come after
+   * it, and, counted up to COUNT_CAP within COUNT_TIME_MS each, the number of matching entries and the
+   * position of the first shown among them. Every read stops early: a page reads `limit` + 1 matches,
+   * a count COUNT_CAP + 1.
    */
   async searchPage(filter: EntryFilter, limit: number, position: { next?: EntryCursor; prev?: EntryCursor }): Promise<SearchPage> {
-    let found: ListedEntry[];
+    const textMatch = await this.textPlan(filter);
+    const base: EntryListQuery = { filter, ...(textMatch ? { textMatch } : {}) };
+    let found: ListedEntry[] | undefined;
+    let more = false;
+    let atStart = false;
     if (position.prev) {
-      found = await this.pageBefore(filter, limit, position.prev);
-      if (found.length < limit) found = await this.page(filter, limit);
-    } else {
-      found = await this.page(filter, limit, position.next);
+      const before = (await this.list({ ...base, order: NEWEST_FIRST, after: position.prev, limit })).reverse();
+      if (before.length === limit) {
+        found = before;
+        more = (await this.list({ ...base, after: before[before.length - 1]!, limit: 1 })).length > 0;
+      }
     }
-    const total = await this.count({ filter });
-    // Everything matching, minus what comes after the first shown.
+    if (found === undefined) {
+      const after = position.prev ? undefined : position.next;
+      const rows = await this.list({ ...base, ...(after ? { after } : {}), limit: limit + 1 });
+      found = rows.slice(0, limit);
+      more = rows.length > limit;
+      atStart = after === undefined;
+    }
     const first = found[0];
-    const rank = first === undefined ? total + 1 : total - (await this.count({ filter, after: first }));
-    return { found, total, rank };
+    let rank: BoundedCount = { n: 1, over: false };
+    if (first !== undefined && !atStart) {
+      const before = await this.countUpTo({ ...base, order: NEWEST_FIRST, after: first }, COUNT_CAP);
+      rank = before === null ? null : before >= COUNT_CAP ? { n: COUNT_CAP, over: true } : { n: before + 1, over: false };
+    }
+    let total: BoundedCount;
+    if (rank?.over) total = { n: COUNT_CAP, over: true };
+    else if (rank !== null && first !== undefined && !more) total = { n: rank.n + found.length - 1, over: false };
+    else {
+      const counted = await this.countUpTo(base, COUNT_CAP + 1, !(filter.after !== undefined || filter.before !== undefined));
+      total = counted === null ? null : counted > COUNT_CAP ? { n: COUNT_CAP, over: true } : { n: counted, over: false };
+    }
+    return { found, more, total, rank };
+  }
+
+  /**
+   * countUpTo counts the entries of `query` up to `cap`, in its order from its cursor, within
+   * COUNT_TIME_MS; null past it. Testing rows in order (`scan`) meets `cap` matches soon for a term
+   * in many entries, unless a date range holds few of them; with `overAll` (no dates, no cursor) the
+   * index's matches are counted instead, checked one by one, which meets `cap` after about `cap`.
+   */
+  private async countUpTo(query: EntryListQuery, cap: number, overAll = false): Promise<number | null> {
+    try {
+      const q = query.filter?.q ? searchKey(query.filter.q) : '';
+      const state = query.filter?.state ?? 'visible';
+      if (overAll && query.textMatch === 'scan' && !query.after) {
+        const counted = await this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) => {
+          const conditions = [...(check ? [check] : []), ...(state !== 'any' ? [sql<SqlBool>`entries.state = ${state}`] : [])];
+          return this.quirks.countIndexMatches(db, q, cap, conditions.length > 0 ? sql<SqlBool>`${sql.join(conditions, sql` and `)}` : undefined);
+        });
+        if (counted !== null) return counted;
+      }
+      const { count } = await this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) =>
+        db
+          .selectFrom(this.select({ ...query, limit: cap }, db, check).as('matches'))
+          .select((eb) => eb.fn.countAll<number | string>().as('count'))
+          .executeTakeFirstOrThrow(),
+      );
+      return Number(count);
+    } catch (error) {
+      if (error instanceof TimeLimitError) return null;
+      throw error;
+    }
   }
 
   /**
@@ -235,7 +343,7 @@ export class EntryQuery {
     const order = totalOrder(query.order);
     const rows = (await this.run(query, (db, check) => {
       // Column keys are read back from the columns selected anyway; only expressions need their own.
-      let select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : { scanText: undefined }) }, db, check).select(
+      let select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : {}) }, db, check).select(
         order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
       );
       if (resume) select = select.where(afterValues(order, resume));
@@ -247,11 +355,13 @@ export class EntryQuery {
   }
 
   /**
-   * pages walks every entry matching `filter`, oldest first (the export): a search term is found
-   * through the index on the first page, and by testing rows in order from the cursor after it.
+   * pages walks every entry matching `filter`, oldest first (the export): a search term found in
+   * few entries through the index, one found in many by testing rows in order (textPlan), so that
+   * the first page, like each after it, stops early.
    */
-  pages(filter: EntryFilter, pageSize = STREAM_PAGE_SIZE): AsyncGenerator<ListedEntry[]> {
-    return this.listPages({ filter, scanText: true }, pageSize);
+  async *pages(filter: EntryFilter, pageSize = STREAM_PAGE_SIZE): AsyncGenerator<ListedEntry[]> {
+    const textMatch = await this.textPlan(filter);
+    yield* this.listPages({ filter, ...(textMatch ? { textMatch } : {}) }, pageSize);
   }
 }
 
