@@ -42,8 +42,14 @@ const COUNT_TIME_MS = 100;
  * matches read and sorted: a few milliseconds); one found in more, by walking the order and testing
  * rows, which meets a page's worth of matches soon: at 10 million entries one row in 5,000 matches.
  */
-const FEW_MATCHES = 2000;
-/** How long a term's plan (TextPlans) is kept: it changes only with many writes, and never the result. */
+export const FEW_MATCHES = 2000;
+/**
+ * The same for an export, whose pages hold 1,000 entries: through the index each page reads all the
+ * term's matches again (20,000: about 30 ms), where the walk would test a million rows a page for a
+ * term in one entry of 1,000.
+ */
+export const EXPORT_FEW_MATCHES = 20_000;
+/** How long a term's count of index matches (textPlan) is kept: it changes only with many writes, and never the result. */
 const PLAN_TTL_MS = 60_000;
 const PLANS_KEPT = 256;
 
@@ -216,24 +222,26 @@ export class EntryQuery {
 
   /**
    * textPlan chooses how a term is matched (EntryListQuery.textMatch): through the index when it
-   * finds the term in FEW_MATCHES entries at most, else by testing rows in order; undefined when the
+   * finds the term in `few` entries at most, else by testing rows in order; undefined when the
    * engine chooses by itself (quirks' countIndexMatches) or there is no term. The index is asked for
-   * FEW_MATCHES + 1 entries at most, so the choice itself stops early; it is kept a minute per term.
+   * `few` + 1 entries at most, so the choice itself stops early; what it found is kept a minute.
    */
-  async textPlan(filter: EntryFilter): Promise<TextMatch | undefined> {
+  async textPlan(filter: EntryFilter, few = FEW_MATCHES): Promise<TextMatch | undefined> {
     const q = filter.q ? searchKey(filter.q) : '';
     if (q === '') return undefined;
-    const kept = this.plans.get(q);
-    if (kept !== undefined && kept.until > Date.now()) return kept.plan;
-    const found = await this.quirks.countIndexMatches(this.db, q, FEW_MATCHES + 1);
-    const plan = found === null ? undefined : found > FEW_MATCHES ? 'scan' : 'index';
-    this.plans.delete(q);
-    if (this.plans.size >= PLANS_KEPT) this.plans.delete(this.plans.keys().next().value!);
-    this.plans.set(q, { plan, until: Date.now() + PLAN_TTL_MS });
-    return plan;
+    let kept = this.plans.get(q);
+    // A count that stopped at its limit says "at least that many": enough for a smaller `few` only.
+    if (kept === undefined || kept.until <= Date.now() || (kept.found === kept.limit && kept.limit <= few)) {
+      const found = await this.quirks.countIndexMatches(this.db, q, few + 1);
+      kept = { found, limit: few + 1, until: Date.now() + PLAN_TTL_MS };
+      this.plans.delete(q);
+      if (this.plans.size >= PLANS_KEPT) this.plans.delete(this.plans.keys().next().value!);
+      this.plans.set(q, kept);
+    }
+    return kept.found === null ? undefined : kept.found > few ? 'scan' : 'index';
   }
 
-  private readonly plans = new Map<string, { plan: TextMatch | undefined; until: number }>();
+  private readonly plans = new Map<string, { found: number | null; limit: number; until: number }>();
 
   /**
    * searchPage is a page of the search page (routes/site/search.ts): up to `limit` entries after
@@ -360,7 +368,7 @@ export class EntryQuery {
    * the first page, like each after it, stops early.
    */
   async *pages(filter: EntryFilter, pageSize = STREAM_PAGE_SIZE): AsyncGenerator<ListedEntry[]> {
-    const textMatch = await this.textPlan(filter);
+    const textMatch = await this.textPlan(filter, EXPORT_FEW_MATCHES);
     yield* this.listPages({ filter, ...(textMatch ? { textMatch } : {}) }, pageSize);
   }
 }

@@ -66,6 +66,8 @@ describe('search at scale: plans and bounded counts', () => {
     } else {
       expect(await plan('heron')).toBeUndefined();
     }
+    // An export's pages are larger: it reads a term through the index up to 20,000 matches.
+    if (t.database.quirks.engine === 'sqlite') expect(await t.storage.entryQuery.textPlan({ q: 'heron' }, 20_000)).toBe('index');
     expect(await plan('he')).toBeUndefined();
     expect(await plan('')).toBeUndefined();
   });
@@ -154,6 +156,12 @@ describe('search at scale: plans and bounded counts', () => {
       const walked: string[] = [];
       for await (const page of t.storage.entryQuery.pages({ q: term, after: START + 30_000 }, 700)) walked.push(...page.map((e) => e.uuid));
       expect(walked).toEqual(expected(term, START + 30_000));
+      // Either plan, forced, walks the same entries.
+      for (const textMatch of ['index', 'scan'] as const) {
+        const forced: string[] = [];
+        for await (const page of t.storage.entryQuery.listPages({ filter: { q: term }, textMatch }, 700)) forced.push(...page.map((e) => e.uuid));
+        expect(forced).toEqual(expected(term));
+      }
     }
   });
 });

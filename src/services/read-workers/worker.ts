@@ -13,7 +13,7 @@ import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
 import { runODataRead, type ODataAnswer, type ODataRead } from '../../storage/odata-reads.ts';
-import { EntryQuery, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
+import { EntryQuery, EXPORT_FEW_MATCHES, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
 
 export interface PageTask {
   /** The SQLite file; one connection per worker, opened with the first task. */
@@ -118,7 +118,7 @@ function reader(file: string): Reader {
 async function readPageRows<Row>({ query, raw, pages }: Reader, task: PageTask, csv: boolean): Promise<Row[]> {
   // A search term found in few entries is read through the index, one in many by testing rows in
   // order from the cursor, so that every page, the first too, stops early (EntryQuery.textPlan).
-  const textMatch = await query.textPlan(task.filter);
+  const textMatch = await query.textPlan(task.filter, EXPORT_FEW_MATCHES);
   const key = JSON.stringify([task.filter, task.pageSize, csv, task.after !== undefined, textMatch]);
   let page = pages.get(key);
   if (page === undefined) {
