@@ -37,6 +37,8 @@ export interface SearchPage {
 export const COUNT_CAP = 1000;
 /** How long each of the search page's counts may take; beyond, the page goes without it. */
 const COUNT_TIME_MS = 100;
+/** How long the search page walks the order for a term in many entries before it asks the index instead. */
+const WALK_TIME_MS = 100;
 /**
  * A term the search index finds in at most this many entries is matched through the index (its
  * matches read and sorted: a few milliseconds); one found in more, by walking the order and testing
@@ -257,15 +259,15 @@ export class EntryQuery {
     let more = false;
     let atStart = false;
     if (position.prev) {
-      const before = (await this.list({ ...base, order: NEWEST_FIRST, after: position.prev, limit })).reverse();
+      const before = (await this.walk({ ...base, order: NEWEST_FIRST, after: position.prev, limit })).reverse();
       if (before.length === limit) {
         found = before;
-        more = (await this.list({ ...base, after: before[before.length - 1]!, limit: 1 })).length > 0;
+        more = (await this.walk({ ...base, after: before[before.length - 1]!, limit: 1 })).length > 0;
       }
     }
     if (found === undefined) {
       const after = position.prev ? undefined : position.next;
-      const rows = await this.list({ ...base, ...(after ? { after } : {}), limit: limit + 1 });
+      const rows = await this.walk({ ...base, ...(after ? { after } : {}), limit: limit + 1 });
       found = rows.slice(0, limit);
       more = rows.length > limit;
       atStart = after === undefined;
@@ -284,6 +286,21 @@ export class EntryQuery {
       total = counted === null ? null : counted > COUNT_CAP ? { n: COUNT_CAP, over: true } : { n: counted, over: false };
     }
     return { found, more, total, rank };
+  }
+
+  /**
+   * walk lists a search's entries. Testing rows in order finds a term in many entries soon, unless
+   * the dates or the cursor leave few of them ahead: past WALK_TIME_MS the index's matches are read
+   * and sorted instead, as for a term in few entries.
+   */
+  private async walk(query: EntryListQuery): Promise<ListedEntry[]> {
+    if (query.textMatch !== 'scan') return this.list(query);
+    try {
+      return await this.list({ ...query, timeLimitMs: WALK_TIME_MS });
+    } catch (error) {
+      if (error instanceof TimeLimitError) return this.list({ ...query, textMatch: 'index' });
+      throw error;
+    }
   }
 
   /**

@@ -4,7 +4,7 @@
  * COUNT_CAP. Whatever the plan, the entries and their order are those of a plain filter and sort.
  */
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { encodeCursor } from '../../src/domain/entry-selection.ts';
 import { searchSummary } from '../../src/routes/site/search.ts';
 import { COUNT_CAP } from '../../src/storage/entry-query.ts';
@@ -144,6 +144,32 @@ describe('search at scale: plans and bounded counts', () => {
         const of = list.length > COUNT_CAP ? 'more than 1,000' : list.length.toLocaleString('en-US');
         expect(summaryOf(page)).toBe(`1–${Math.min(20, list.length)} of ${of} entries matching`);
       }
+    }
+  });
+
+  it('asks the index when walking the order takes too long, and leaves out counts that do', async () => {
+    // Every reading of the clock a second later: each statement with a time limit runs out at once
+    // (on SQLite; PostgreSQL's statement timeout does not read this clock, and simply finishes).
+    let now = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => (now += 1000));
+    try {
+      // SQLite reads the clock on rows whose id is a multiple of 1,024: the page holds row 2,047 (id
+      // 2,048), and the count before it passes id 1,024.
+      const all = expected('heron');
+      const at = all.indexOf(uuid(ROWS - 2047)) - 10;
+      const cursor = { timestamp: rows.find((r) => r.uuid === all[at])!.timestamp!, uuid: all[at]! };
+      const listed = vi.spyOn(t.storage.entryQuery, 'list');
+      const page = await t.storage.entryQuery.searchPage({ q: 'heron' }, 20, { next: cursor });
+      const asked = listed.mock.calls.map(([query]) => query.textMatch);
+      listed.mockRestore();
+      expect(asked).toEqual(t.database.quirks.engine === 'sqlite' ? ['scan', 'index'] : [undefined]);
+      expect(page.found.map((e) => e.uuid)).toEqual(all.slice(at + 1, at + 21));
+      expect(page.more).toBe(true);
+      expect(page.rank).toEqual(t.database.quirks.engine === 'sqlite' ? null : { n: COUNT_CAP, over: true });
+      // The index's first 1,001 matches end before id 2,048, and id 1,024 does not match: no clock.
+      expect(page.total).toEqual({ n: COUNT_CAP, over: true });
+    } finally {
+      clock.mockRestore();
     }
   });
 
