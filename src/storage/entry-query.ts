@@ -7,13 +7,13 @@
 import { setImmediate as giveWay } from 'node:timers/promises';
 import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { EngineQuirks } from '../db/dialects/quirks.ts';
+import { TimeLimitError } from '../db/time-limit.ts';
 import type { DB, EntryState } from '../db/schema.ts';
 import type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
 import { searchKey } from '../domain/search-text.ts';
 import type { EntryRecord } from '../domain/records.ts';
 
 export type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
-import { TimeLimitError } from '../db/time-limit.ts';
 export { TimeLimitError };
 
 /**
@@ -56,7 +56,6 @@ const PLAN_TTL_MS = 60_000;
 const PLANS_KEPT = 256;
 
 /** An entry of a list: the stored record and its state. */
-
 export interface ListedEntry extends EntryRecord {
   state: EntryState;
 }
@@ -147,6 +146,9 @@ function totalOrder(order: readonly EntryOrderKey[] | undefined): EntryOrderKey[
 }
 
 export class EntryQuery {
+  /** What the search index found per term (textPlan): how many, asked for at most `limit`. */
+  private readonly plans = new Map<string, { found: number | null; limit: number; until: number }>();
+
   constructor(
     private readonly db: Kysely<DB>,
     private readonly quirks: EngineQuirks,
@@ -217,11 +219,6 @@ export class EntryQuery {
     return this.list({ filter, limit, ...(cursor ? { after: cursor } : {}) });
   }
 
-  /** pageBefore reads up to `limit` entries just before `cursor`, returned oldest first: the site's search paging backwards. */
-  async pageBefore(filter: EntryFilter, limit: number, cursor: EntryCursor): Promise<ListedEntry[]> {
-    return (await this.list({ filter, order: NEWEST_FIRST, after: cursor, limit })).reverse();
-  }
-
   /**
    * textPlan chooses how a term is matched (EntryListQuery.textMatch): through the index when it
    * finds the term in `few` entries at most, else by testing rows in order; undefined when the
@@ -242,8 +239,6 @@ export class EntryQuery {
     }
     return kept.found === null ? undefined : kept.found > few ? 'scan' : 'index';
   }
-
-  private readonly plans = new Map<string, { found: number | null; limit: number; until: number }>();
 
   /**
    * searchPage is a page of the search page (routes/site/search.ts): up to `limit` entries after
