@@ -67,7 +67,7 @@ async function seed(url: string): Promise<void> {
     const to = Math.min(ENTRIES, from + batch - 1);
     if (engine === 'postgres') {
       await sql`insert into entries (uuid, text, text_key, created_at, state, updated_at)
-        select gen_random_uuid()::text, t, lower(t), 1500000000 + floor(i * ${step})::bigint + floor(random() * 3600)::bigint,
+        select gen_random_uuid()::text, t, lower(t), 1500000000 + floor(i * ${step}::float8)::bigint + floor(random() * 3600)::bigint,
                case when random() < 0.01 then 'hidden' else 'visible' end, 0
         from (select i, ${sql.raw(textSql('postgres'))} as t from generate_series(${from}::int, ${to}::int) as i) as g`.execute(db);
     } else {
@@ -151,7 +151,12 @@ if (ENGINE === 'postgres') {
     await admin.query(`drop database if exists ${name} with (force)`);
     await admin.end();
   };
-  await seed(url);
+  try {
+    await seed(url);
+  } catch (error) {
+    await dropDatabase();
+    throw error;
+  }
 } else {
   const keep = process.env.SEARCH_KEEP === '1';
   url = keep ? path.join(os.tmpdir(), `nonsense-search-${ENTRIES}.db`) : path.join(dir, 'search.db');

@@ -112,8 +112,8 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
   app.get('/search', { schema: { hide: true }, config: { heavy: true } }, async (request, reply) => {
     const params = parseSearch(request.query as Record<string, unknown>);
     const position = { ...(params.next ? { next: params.next } : {}), ...(params.prev ? { prev: params.prev } : {}) };
-    // An embedded database file is searched in the worker thread: a common term is matched and
-    // counted over every entry, which would hold the event loop (services/read-workers).
+    // An embedded database file is searched in the worker thread, like every read whose cost
+    // depends on the term and the data: each statement is synchronous there (services/read-workers).
     const { found, more, total, rank } = app.readWorkers
       ? await app.readWorkers.searchPage(params.filter, PAGE_SIZE, position, { client: app.fairShare.clientOf(request) })
       : await entryQuery.searchPage(params.filter, PAGE_SIZE, position);
@@ -132,8 +132,8 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
       return `/search?${search}`;
     };
     // The position is known up to COUNT_CAP; past it (or when counting took too long) it is not shown.
-    const position1 = rank !== null && !rank.over ? rank.n : undefined;
-    const hasPrev = first !== undefined && position1 !== 1;
+    const firstPosition = rank !== null && !rank.over ? rank.n : undefined;
+    const hasPrev = first !== undefined && firstPosition !== 1;
     const hasNext = last !== undefined && more;
     const filtered = params.q !== '' || params.from !== '' || params.to !== '';
     const summary = searchSummary(found.length, total, rank, filtered);
@@ -158,7 +158,7 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
 <h2 id="results-title" class="results-title">${summary}</h2>
 ${
   found.length > 0
-    ? html`<ol class="result-list"${position1 === undefined ? '' : html` start="${position1}"`}>
+    ? html`<ol class="result-list"${firstPosition === undefined ? '' : html` start="${firstPosition}"`}>
 ${found.map(
   (entry) => html`<li>${entryArticle({
     uuid: entry.uuid,
