@@ -315,12 +315,15 @@ export class EntryQuery {
         });
         if (counted !== null) return counted;
       }
-      const { count } = await this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) =>
-        db
-          .selectFrom(this.select({ ...query, limit: cap }, db, check).as('matches'))
+      const { count } = await this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) => {
+        // From a cursor the order walks away from it; without one, any order will do, and
+        // PostgreSQL may then count through the trigram index.
+        const matches = this.select({ ...query, limit: cap }, db, check);
+        return db
+          .selectFrom((query.after ? matches : matches.clearOrderBy()).as('matches'))
           .select((eb) => eb.fn.countAll<number | string>().as('count'))
-          .executeTakeFirstOrThrow(),
-      );
+          .executeTakeFirstOrThrow();
+      });
       return Number(count);
     } catch (error) {
       if (error instanceof TimeLimitError) return null;
