@@ -301,20 +301,20 @@ export class EntryQuery {
   /**
    * countUpTo counts the entries of `query` up to `cap`, in its order from its cursor, within
    * COUNT_TIME_MS; null past it. Testing rows in order (`scan`) meets `cap` matches soon for a term
-   * in many entries, unless a date range holds few of them; with `overAll` (no dates, no cursor) the
-   * index's matches are counted instead, checked one by one, which meets `cap` after about `cap`.
+   * in many entries, unless a date range holds few of them; without a cursor the index's matches are
+   * then counted instead, each checked against the filter, which stops after `cap` of them or the
+   * term's last: first when there are no dates (`overAll`), else once the walk has run out of time.
    */
   private async countUpTo(query: EntryListQuery, cap: number, overAll = false): Promise<number | null> {
-    try {
-      const q = query.filter?.q ? searchKey(query.filter.q) : '';
-      const state = query.filter?.state ?? 'visible';
-      if (overAll && query.textMatch === 'scan' && !query.after) {
-        const counted = await this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) => {
-          const conditions = [...(check ? [check] : []), ...(state !== 'any' ? [sql<SqlBool>`entries.state = ${state}`] : [])];
-          return this.quirks.countIndexMatches(db, q, cap, conditions.length > 0 ? sql<SqlBool>`${sql.join(conditions, sql` and `)}` : undefined);
-        });
-        if (counted !== null) return counted;
-      }
+    const byIndex = query.textMatch === 'scan' && !query.after;
+    if (byIndex && overAll) return (await this.countIndexed(query, cap)) ?? this.countWalked(query, cap);
+    const walked = await this.countWalked(query, cap);
+    return walked === null && byIndex ? this.countIndexed(query, cap) : walked;
+  }
+
+  /** countWalked counts by the list's own statement (countUpTo). */
+  private async countWalked(query: EntryListQuery, cap: number): Promise<number | null> {
+    return this.withinCountTime(async () => {
       const { count } = await this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) => {
         // From a cursor the order walks away from it; without one, any order will do, and
         // PostgreSQL may then count through the trigram index.
@@ -325,6 +325,31 @@ export class EntryQuery {
           .executeTakeFirstOrThrow();
       });
       return Number(count);
+    });
+  }
+
+  /** countIndexed counts the index's matches that meet the filter's state and dates (countUpTo); null where the engine has no such count. */
+  private async countIndexed({ filter = {} }: EntryListQuery, cap: number): Promise<number | null> {
+    const q = filter.q ? searchKey(filter.q) : '';
+    const state = filter.state ?? 'visible';
+    return this.withinCountTime(() =>
+      this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) => {
+        const conditions = [
+          ...(check ? [check] : []),
+          ...(state !== 'any' ? [sql<SqlBool>`entries.state = ${state}`] : []),
+          ...(filter.after !== undefined ? [sql<SqlBool>`entries.created_at > ${filter.after}`] : []),
+          ...(filter.before !== undefined ? [sql<SqlBool>`entries.created_at < ${filter.before}`] : []),
+          ...(filter.singleLine ? [sql<SqlBool>`entries.text not like ${'%\n%'} and entries.text not like ${'%\r%'}`] : []),
+        ];
+        return this.quirks.countIndexMatches(db, q, cap, conditions.length > 0 ? sql<SqlBool>`${sql.join(conditions, sql` and `)}` : undefined);
+      }),
+    );
+  }
+
+  /** withinCountTime is a count's result, or null when it ran out of time. */
+  private async withinCountTime(count: () => Promise<number | null>): Promise<number | null> {
+    try {
+      return await count();
     } catch (error) {
       if (error instanceof TimeLimitError) return null;
       throw error;

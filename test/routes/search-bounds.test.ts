@@ -168,6 +168,15 @@ describe('search at scale: plans and bounded counts', () => {
       expect(page.rank).toEqual(t.database.quirks.engine === 'sqlite' ? null : { n: COUNT_CAP, over: true });
       // The index's first 1,001 matches end before id 2,048, and id 1,024 does not match: no clock.
       expect(page.total).toEqual({ n: COUNT_CAP, over: true });
+      // Within dates the rows are counted in order first, past id 1,024 here: out of time, the
+      // index's matches are counted instead.
+      const counted = vi.spyOn(t.database.quirks, 'countIndexMatches');
+      const dated = await t.storage.entryQuery.searchPage({ q: 'heron', after: START - 1, before: START + 7 * 86_400 }, 20, {});
+      const byIndex = counted.mock.calls.filter((call) => call[3] !== undefined).length;
+      counted.mockRestore();
+      expect(dated.found.map((e) => e.uuid)).toEqual(expected('heron', START - 1, START + 7 * 86_400).slice(0, 20));
+      expect(dated.total).toEqual({ n: COUNT_CAP, over: true });
+      expect(byIndex).toBe(t.database.quirks.engine === 'sqlite' ? 1 : 0);
     } finally {
       clock.mockRestore();
     }
