@@ -92,18 +92,26 @@ async function seed(url: string): Promise<void> {
   console.log(`\rseeded ${ENTRIES} entries in ${((Date.now() - started) / 1000).toFixed(0)} s:`, counts.rows[0]);
 }
 
-/** firstByte requests `url` from the address `from` and says when its answer began, and when it ended (ms). */
+/**
+ * firstByte requests `url` from the address `from` and says when its answer began, and when it ended
+ * (ms); NaN for both when the service closed the connection first (REQUEST_TIMEOUT, 30 s).
+ */
 async function firstByte(url: string, from: string): Promise<{ first: number; total: number; status: number }> {
   const started = performance.now();
-  const res = await fetch(url, { headers: { 'x-forwarded-for': from } });
+  const res = await fetch(url, { headers: { 'x-forwarded-for': from } }).catch(() => null);
+  if (res === null) return { first: NaN, total: NaN, status: 0 };
   const reader = res.body!.getReader();
   const chunk = await reader.read();
   const first = performance.now() - started;
-  if (!chunk.done) while (!(await reader.read()).done);
+  try {
+    if (!chunk.done) while (!(await reader.read()).done);
+  } catch {
+    return { first, total: NaN, status: res.status };
+  }
   return { first, total: performance.now() - started, status: res.status };
 }
 
-const ms = (n: number) => `${n.toFixed(0)}`;
+const ms = (n: number) => (Number.isNaN(n) ? 'closed' : `${n.toFixed(0)}`);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** The figures of one service: a line per measurement, its first-byte times in ms. */
