@@ -7,22 +7,55 @@
 import { setImmediate as giveWay } from 'node:timers/promises';
 import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { EngineQuirks } from '../db/dialects/quirks.ts';
+import { TimeLimitError } from '../db/time-limit.ts';
 import type { DB, EntryState } from '../db/schema.ts';
 import type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
 import { searchKey } from '../domain/search-text.ts';
 import type { EntryRecord } from '../domain/records.ts';
 
 export type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
-export { TimeLimitError } from '../db/time-limit.ts';
+export { TimeLimitError };
 
-/** An entry of a list: the stored record and its state. */
-/** A page of the search page: its entries, how many match in all, and the first one's position among them. */
+/**
+ * A count that stops: exactly `n`, or, with `over`, more than `n` (COUNT_CAP was reached). Null when
+ * it was not counted within COUNT_TIME_MS.
+ */
+export type BoundedCount = { n: number; over: boolean } | null;
+
+/**
+ * A page of the search page: its entries, whether more come after them, how many match in all and
+ * the first one's position among them (1-based; "over" when COUNT_CAP or more come before it).
+ */
 export interface SearchPage {
   found: ListedEntry[];
-  total: number;
-  rank: number;
+  more: boolean;
+  total: BoundedCount;
+  rank: BoundedCount;
 }
 
+/** The search page counts matches up to this many; beyond, it says "more than". */
+export const COUNT_CAP = 1000;
+/** How long each of the search page's counts may take; beyond, the page goes without it. */
+const COUNT_TIME_MS = 100;
+/** How long the search page walks the order for a term in many entries before it asks the index instead. */
+const WALK_TIME_MS = 100;
+/**
+ * A term the search index finds in at most this many entries is matched through the index (its
+ * matches read and sorted: a few milliseconds); one found in more, by walking the order and testing
+ * rows, which meets a page's worth of matches soon: at 10 million entries one row in 5,000 matches.
+ */
+export const FEW_MATCHES = 2000;
+/**
+ * The same for an export, whose pages hold 1,000 entries: through the index each page reads all the
+ * term's matches again (20,000: about 30 ms), where the walk would test a million rows a page for a
+ * term in one entry of 1,000.
+ */
+export const EXPORT_FEW_MATCHES = 20_000;
+/** How long a term's count of index matches (textPlan) is kept: it changes only with many writes, and never the result. */
+const PLAN_TTL_MS = 60_000;
+const PLANS_KEPT = 256;
+
+/** An entry of a list: the stored record and its state. */
 export interface ListedEntry extends EntryRecord {
   state: EntryState;
 }
@@ -77,10 +110,11 @@ export interface EntryListQuery {
   /** Each statement of the query may run this long; past it, it fails with TimeLimitError (db/time-limit.ts). */
   timeLimitMs?: number;
   /**
-   * Match `filter.q` by testing the rows visited, not through the search index (quirks'
-   * containsText); in listPages, on the pages after the first only.
+   * How `filter.q` is matched (textPlan chooses): `index`, through the search index alone, the
+   * entries it finds then filtered and sorted (few matches); `scan`, by testing the rows the order
+   * walks (many). By default, as the engine's containsText does.
    */
-  scanText?: boolean;
+  textMatch?: TextMatch;
 }
 
 /** Inclusive bounds on the timestamp (Unix seconds); either may be absent. */
@@ -88,6 +122,8 @@ export interface TimestampRange {
   from?: number;
   to?: number;
 }
+
+export type TextMatch = 'index' | 'scan';
 
 /** isKeysetOrder tells whether an order can be resumed from an `EntryCursor` (timestamp, uuid): it has column keys only. */
 export function isKeysetOrder(order: readonly EntryOrderKey[] | undefined): boolean {
@@ -124,6 +160,9 @@ function totalOrder(order: readonly EntryOrderKey[] | undefined): EntryOrderKey[
 }
 
 export class EntryQuery {
+  /** What the search index found per term (textPlan): how many, asked for at most `limit`. */
+  private readonly plans = new Map<string, { found: number | null; limit: number; until: number }>();
+
   constructor(
     private readonly db: Kysely<DB>,
     private readonly quirks: EngineQuirks,
@@ -156,20 +195,25 @@ export class EntryQuery {
    * the tightest of them (see timestampBounds).
    */
   private matching(
-    { filter = {}, where, range, scanText }: EntryListQuery,
+    { filter = {}, where, range, textMatch }: EntryListQuery,
     db: Kysely<DB>,
     check?: Expression<SqlBool>,
     order: readonly EntryOrderKey[] = OLDEST_FIRST,
     values?: readonly unknown[],
   ) {
     let select = db.selectFrom('entries').select(['entries.uuid', 'entries.text', 'entries.created_at', 'entries.state']);
+    const q = filter.q ? searchKey(filter.q) : '';
+    // Through the index, the state and the dates are tested on the few entries it finds: written so
+    // that no index can serve them, or SQLite (which plans without statistics) walks the whole order
+    // index testing each row against the index's matches, to spare itself a sort.
+    const byIndex = q !== '' && textMatch === 'index';
     const state = filter.state ?? 'visible';
-    if (state !== 'any') select = select.where('entries.state', '=', state);
+    if (state !== 'any') select = select.where(byIndex ? sql<string>`entries.state || ''` : sql.ref('entries.state'), '=', state);
     // Before every other condition, so that it is evaluated on every row the statement visits.
     if (check) select = select.where(check);
-    const q = filter.q ? searchKey(filter.q) : '';
-    if (q !== '') select = select.where(this.quirks.containsText(q, scanText));
-    for (const bound of timestampBounds(filter, range, order, values)) select = select.where(bound);
+    if (q !== '') select = select.where(this.quirks.containsText(q, textMatch === 'scan'));
+    const createdAt = byIndex ? sql<number>`entries.created_at + 0` : CREATED;
+    for (const bound of timestampBounds(filter, range, order, values, createdAt)) select = select.where(bound);
     if (filter.singleLine) select = select.where('entries.text', 'not like', '%\n%').where('entries.text', 'not like', '%\r%');
     if (where) select = select.where(where);
     return select;
@@ -201,29 +245,141 @@ export class EntryQuery {
     return this.list({ filter, limit, ...(cursor ? { after: cursor } : {}) });
   }
 
-  /** pageBefore reads up to `limit` entries just before `cursor`, returned oldest first: the site's search paging backwards. */
-  async pageBefore(filter: EntryFilter, limit: number, cursor: EntryCursor): Promise<ListedEntry[]> {
-    return (await this.list({ filter, order: NEWEST_FIRST, after: cursor, limit })).reverse();
+  /**
+   * textPlan chooses how a term is matched (EntryListQuery.textMatch): through the index when it
+   * finds the term in `few` entries at most, else by testing rows in order; undefined when the
+   * engine chooses by itself (quirks' countIndexMatches) or there is no term. The index is asked for
+   * `few` + 1 entries at most, so the choice itself stops early; what it found is kept a minute.
+   */
+  async textPlan(filter: EntryFilter, few = FEW_MATCHES): Promise<TextMatch | undefined> {
+    const q = filter.q ? searchKey(filter.q) : '';
+    if (q === '') return undefined;
+    let kept = this.plans.get(q);
+    // A count that stopped at its limit says "at least that many": enough for a smaller `few` only.
+    if (kept === undefined || kept.until <= Date.now() || (kept.found === kept.limit && kept.limit <= few)) {
+      const found = await this.quirks.countIndexMatches(this.db, q, few + 1);
+      kept = { found, limit: few + 1, until: Date.now() + PLAN_TTL_MS };
+      this.plans.delete(q);
+      if (this.plans.size >= PLANS_KEPT) this.plans.delete(this.plans.keys().next().value!);
+      this.plans.set(q, kept);
+    }
+    return kept.found === null ? undefined : kept.found > few ? 'scan' : 'index';
   }
 
   /**
    * searchPage is a page of the search page (routes/site/search.ts): up to `limit` entries after
-   * `next`, or before `prev` (a full first page when fewer come before it), with the number of
-   * matching entries and the position of the first shown among them (1-based).
+   * `next`, or before `prev` (a full first page when fewer come before it), whether more come after
+   * it, and, counted up to COUNT_CAP within COUNT_TIME_MS each, the number of matching entries and the
+   * position of the first shown among them. Every read stops early: a page reads `limit` + 1 matches,
+   * a count COUNT_CAP + 1.
    */
   async searchPage(filter: EntryFilter, limit: number, position: { next?: EntryCursor; prev?: EntryCursor }): Promise<SearchPage> {
-    let found: ListedEntry[];
+    const textMatch = await this.textPlan(filter);
+    const base: EntryListQuery = { filter, ...(textMatch ? { textMatch } : {}) };
+    let found: ListedEntry[] | undefined;
+    let more = false;
+    let atStart = false;
     if (position.prev) {
-      found = await this.pageBefore(filter, limit, position.prev);
-      if (found.length < limit) found = await this.page(filter, limit);
-    } else {
-      found = await this.page(filter, limit, position.next);
+      const before = (await this.walk({ ...base, order: NEWEST_FIRST, after: position.prev, limit })).reverse();
+      if (before.length === limit) {
+        found = before;
+        more = (await this.walk({ ...base, after: before[before.length - 1]!, limit: 1 })).length > 0;
+      }
     }
-    const total = await this.count({ filter });
-    // Everything matching, minus what comes after the first shown.
+    if (found === undefined) {
+      const after = position.prev ? undefined : position.next;
+      const rows = await this.walk({ ...base, ...(after ? { after } : {}), limit: limit + 1 });
+      found = rows.slice(0, limit);
+      more = rows.length > limit;
+      atStart = after === undefined;
+    }
     const first = found[0];
-    const rank = first === undefined ? total + 1 : total - (await this.count({ filter, after: first }));
-    return { found, total, rank };
+    let rank: BoundedCount = { n: 1, over: false };
+    if (first !== undefined && !atStart) {
+      const before = await this.countUpTo({ ...base, order: NEWEST_FIRST, after: first }, COUNT_CAP);
+      rank = before === null ? null : before >= COUNT_CAP ? { n: COUNT_CAP, over: true } : { n: before + 1, over: false };
+    }
+    let total: BoundedCount;
+    if (rank?.over) total = { n: COUNT_CAP, over: true };
+    else if (rank !== null && first !== undefined && !more) total = { n: rank.n + found.length - 1, over: false };
+    else {
+      const counted = await this.countUpTo(base, COUNT_CAP + 1, !(filter.after !== undefined || filter.before !== undefined));
+      total = counted === null ? null : counted > COUNT_CAP ? { n: COUNT_CAP, over: true } : { n: counted, over: false };
+    }
+    return { found, more, total, rank };
+  }
+
+  /**
+   * walk lists a search's entries. Testing rows in order finds a term in many entries soon, unless
+   * the dates or the cursor leave few of them ahead: past WALK_TIME_MS the index's matches are read
+   * and sorted instead, as for a term in few entries.
+   */
+  private async walk(query: EntryListQuery): Promise<ListedEntry[]> {
+    if (query.textMatch !== 'scan') return this.list(query);
+    try {
+      return await this.list({ ...query, timeLimitMs: WALK_TIME_MS });
+    } catch (error) {
+      if (error instanceof TimeLimitError) return this.list({ ...query, textMatch: 'index' });
+      throw error;
+    }
+  }
+
+  /**
+   * countUpTo counts the entries of `query` up to `cap`, in its order from its cursor, within
+   * COUNT_TIME_MS; null past it. Testing rows in order (`scan`) meets `cap` matches soon for a term
+   * in many entries, unless a date range holds few of them; without a cursor the index's matches are
+   * then counted instead, each checked against the filter, which stops after `cap` of them or the
+   * term's last: first when there are no dates (`overAll`), else once the walk has run out of time.
+   */
+  private async countUpTo(query: EntryListQuery, cap: number, overAll = false): Promise<number | null> {
+    const byIndex = query.textMatch === 'scan' && !query.after;
+    if (byIndex && overAll) return (await this.countIndexed(query, cap)) ?? this.countWalked(query, cap);
+    const walked = await this.countWalked(query, cap);
+    return walked === null && byIndex ? this.countIndexed(query, cap) : walked;
+  }
+
+  /** countWalked counts by the list's own statement (countUpTo). */
+  private async countWalked(query: EntryListQuery, cap: number): Promise<number | null> {
+    return this.withinCountTime(async () => {
+      const { count } = await this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) => {
+        // From a cursor the order walks away from it; without one, any order will do, and
+        // PostgreSQL may then count through the trigram index.
+        const matches = this.select({ ...query, limit: cap }, db, check);
+        return db
+          .selectFrom((query.after ? matches : matches.clearOrderBy()).as('matches'))
+          .select((eb) => eb.fn.countAll<number | string>().as('count'))
+          .executeTakeFirstOrThrow();
+      });
+      return Number(count);
+    });
+  }
+
+  /** countIndexed counts the index's matches that meet the filter's state and dates (countUpTo); null where the engine has no such count. */
+  private async countIndexed({ filter = {} }: EntryListQuery, cap: number): Promise<number | null> {
+    const q = filter.q ? searchKey(filter.q) : '';
+    const state = filter.state ?? 'visible';
+    return this.withinCountTime(() =>
+      this.run({ timeLimitMs: COUNT_TIME_MS }, (db, check) => {
+        const conditions = [
+          ...(check ? [check] : []),
+          ...(state !== 'any' ? [sql<SqlBool>`entries.state = ${state}`] : []),
+          ...(filter.after !== undefined ? [sql<SqlBool>`entries.created_at > ${filter.after}`] : []),
+          ...(filter.before !== undefined ? [sql<SqlBool>`entries.created_at < ${filter.before}`] : []),
+          ...(filter.singleLine ? [sql<SqlBool>`entries.text not like ${'%\n%'} and entries.text not like ${'%\r%'}`] : []),
+        ];
+        return this.quirks.countIndexMatches(db, q, cap, conditions.length > 0 ? sql<SqlBool>`${sql.join(conditions, sql` and `)}` : undefined);
+      }),
+    );
+  }
+
+  /** withinCountTime is a count's result, or null when it ran out of time. */
+  private async withinCountTime(count: () => Promise<number | null>): Promise<number | null> {
+    try {
+      return await count();
+    } catch (error) {
+      if (error instanceof TimeLimitError) return null;
+      throw error;
+    }
   }
 
   /**
@@ -262,7 +418,7 @@ export class EntryQuery {
     const rows = (await this.run(query, (db, check) => {
       // Column keys are read back from the columns selected anyway; only expressions need their own.
       // A later page resumes from where the previous one ended, which is past the query's own cursor.
-      const select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : { scanText: undefined }) }, db, check, resume).select(
+      const select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : {}) }, db, check, resume).select(
         order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
       );
       return select.execute();
@@ -273,11 +429,13 @@ export class EntryQuery {
   }
 
   /**
-   * pages walks every entry matching `filter`, oldest first (the export): a search term is found
-   * through the index on the first page, and by testing rows in order from the cursor after it.
+   * pages walks every entry matching `filter`, oldest first (the export): a search term found in
+   * few entries through the index, one found in many by testing rows in order (textPlan), so that
+   * the first page, like each after it, stops early.
    */
-  pages(filter: EntryFilter, pageSize = STREAM_PAGE_SIZE): AsyncGenerator<ListedEntry[]> {
-    return this.listPages({ filter, scanText: true }, pageSize);
+  async *pages(filter: EntryFilter, pageSize = STREAM_PAGE_SIZE): AsyncGenerator<ListedEntry[]> {
+    const textMatch = await this.textPlan(filter, EXPORT_FEW_MATCHES);
+    yield* this.listPages({ filter, ...(textMatch ? { textMatch } : {}) }, pageSize);
   }
 }
 
@@ -346,7 +504,13 @@ const bigint = (value: unknown) => sql`cast(${value} as bigint)`;
  * export page's statement is prepared once and run with each page's cursor), so the larger of it and
  * the filter's bound is taken in SQL.
  */
-function timestampBounds(filter: EntryFilter, range: TimestampRange | undefined, order: readonly EntryOrderKey[], values?: readonly unknown[]): Expression<SqlBool>[] {
+function timestampBounds(
+  filter: EntryFilter,
+  range: TimestampRange | undefined,
+  order: readonly EntryOrderKey[],
+  values: readonly unknown[] | undefined,
+  created: Expression<unknown>,
+): Expression<SqlBool>[] {
   // Timestamps are whole seconds: "after a" is "from floor(a) + 1".
   const lows = [filter.after === undefined ? undefined : Math.floor(filter.after) + 1, range?.from].filter((v) => v !== undefined);
   const highs = [filter.before === undefined ? undefined : Math.ceil(filter.before) - 1, range?.to].filter((v) => v !== undefined);
@@ -360,14 +524,14 @@ function timestampBounds(filter: EntryFilter, range: TimestampRange | undefined,
   }
   const bounds: Expression<SqlBool>[] = [];
   if (cursorLow !== undefined && low !== undefined) {
-    bounds.push(sql<SqlBool>`${CREATED} >= (case when ${bigint(cursorLow)} > ${bigint(low)} then ${bigint(cursorLow)} else ${bigint(low)} end)`);
+    bounds.push(sql<SqlBool>`${created} >= (case when ${bigint(cursorLow)} > ${bigint(low)} then ${bigint(cursorLow)} else ${bigint(low)} end)`);
   } else if (cursorLow !== undefined || low !== undefined) {
-    bounds.push(sql<SqlBool>`${CREATED} >= ${cursorLow ?? low}`);
+    bounds.push(sql<SqlBool>`${created} >= ${cursorLow ?? low}`);
   }
   if (cursorHigh !== undefined && high !== undefined) {
-    bounds.push(sql<SqlBool>`${CREATED} <= (case when ${bigint(cursorHigh)} < ${bigint(high)} then ${bigint(cursorHigh)} else ${bigint(high)} end)`);
+    bounds.push(sql<SqlBool>`${created} <= (case when ${bigint(cursorHigh)} < ${bigint(high)} then ${bigint(cursorHigh)} else ${bigint(high)} end)`);
   } else if (cursorHigh !== undefined || high !== undefined) {
-    bounds.push(sql<SqlBool>`${CREATED} <= ${cursorHigh ?? high}`);
+    bounds.push(sql<SqlBool>`${created} <= ${cursorHigh ?? high}`);
   }
   return bounds;
 }

@@ -32,10 +32,19 @@ export interface EngineQuirks {
   /**
    * A condition on `entries`: its `text_key` contains `needle` (already in textKey form, so the match
    * is case-insensitive and Unicode-aware). Uses the engine's trigram index where it can, unless
-   * `scan`: then each row visited is tested, for a walk that goes on from a cursor (an export's later
-   * pages), where the index would find every match again for each page.
+   * `scan`: then each row visited is tested, for a term in many entries, where the index would find
+   * every match, for each statement, before the first row (EntryQuery.textPlan).
    */
   containsText(needle: string, scan?: boolean): Expression<SqlBool>;
+  /**
+   * Counts, up to `atMost`, the entries the search index finds containing `needle` (as containsText)
+   * that also meet `where` (a condition on `entries`), reading the index's matches in its own order
+   * and stopping at `atMost`: the site's search weighs the index against testing rows with it
+   * (EntryQuery.textPlan), and counts a term found in many entries with it. Null where the engine
+   * makes that choice by itself, statement by statement (PostgreSQL's planner), or the index cannot
+   * serve the term (under three characters).
+   */
+  countIndexMatches(db: Kysely<DB>, needle: string, atMost: number, where?: Expression<SqlBool>): Promise<number | null>;
   /**
    * The 1-based position of `needle` in `haystack`, 0 when absent, counted in characters. The OData
    * `$filter` string functions are built on it: SQLite spells it `instr`, PostgreSQL `strpos`, and

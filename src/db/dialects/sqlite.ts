@@ -172,6 +172,11 @@ function withStatementCache(raw: SQLite.Database): SqliteDatabase {
   };
 }
 
+/** globPattern is a GLOB pattern for text containing `needle`: GLOB is case-sensitive and has no escape character, so its wildcards are matched literally as [*], [?], [[]. */
+function globPattern(needle: string): string {
+  return `*${needle.replace(/[*?[]/g, (c) => `[${c}]`)}*`;
+}
+
 export const sqliteQuirks: EngineQuirks = {
   engine: 'sqlite',
   embedded: true,
@@ -200,14 +205,27 @@ export const sqliteQuirks: EngineQuirks = {
   },
 
   containsText(needle, scan = false) {
-    // GLOB is case-sensitive and has no escape character: its wildcards are matched literally as [*], [?], [[].
-    const pattern = `*${needle.replace(/[*?[]/g, (c) => `[${c}]`)}*`;
-    // The trigram index finds every match at once, for each statement: a walk of many pages by it
-    // took each page as long as the whole match (23 s for an export of 180,000 matches of 200,000
-    // entries), where testing rows in order from the cursor takes a page under a millisecond.
+    const pattern = globPattern(needle);
+    // The trigram index finds every match at once, for each statement: quick for a term in few
+    // entries; for one in many, testing rows in order from the cursor meets a page of them sooner
+    // (EntryQuery.textPlan chooses, and says `scan`).
     return [...needle].length >= 3 && !scan
       ? sql<boolean>`entries.id in (select rowid from entries_search where text_key glob ${pattern})`
       : sql<boolean>`entries.text_key glob ${pattern}`;
+  },
+
+  async countIndexMatches(db, needle, atMost, where) {
+    if ([...needle].length < 3) return null;
+    const pattern = globPattern(needle);
+    // CROSS JOIN keeps the index the outer loop, so the count stops after `atMost`; with `IN (…)`
+    // SQLite would read every match into a list first.
+    const matches =
+      where === undefined
+        ? sql`select rowid from entries_search where text_key glob ${pattern} limit ${atMost}`
+        : sql`select 1 from entries_search cross join entries on entries.id = entries_search.rowid
+            where entries_search.text_key glob ${pattern} and ${where} limit ${atMost}`;
+    const { rows } = await sql<{ count: number }>`select count(*) as count from (${matches})`.execute(db);
+    return Number(rows[0]?.count ?? 0);
   },
 
   stringPosition(haystack, needle) {

@@ -14,6 +14,7 @@ import { emojiFiles, entryHtml } from '../../web/entry-text.ts';
 import { html } from '../../web/html.ts';
 import { page, sendPage } from '../../web/layout.ts';
 import { absoluteBase } from '../../plugins/links.ts';
+import { COUNT_CAP, type BoundedCount } from '../../storage/entry-query.ts';
 
 export const PAGE_SIZE = 20;
 const DAY = 86_400;
@@ -83,6 +84,27 @@ export function parseSearch(query: Record<string, unknown>): SearchParams {
   };
 }
 
+/** A number as the page writes it: 1,000. */
+const count = (n: number) => n.toLocaleString('en-US');
+
+/**
+ * searchSummary is the line above the results: "21–40 of 234 entries matching", "of more than 1,000"
+ * past COUNT_CAP (the counts stop there), and without a position when more than that come before.
+ */
+export function searchSummary(shown: number, total: BoundedCount, rank: BoundedCount, filtered: boolean): string {
+  const matching = filtered ? ' matching' : '';
+  if (total !== null && !total.over && total.n === 0) return filtered ? 'No entries match. Try a shorter term or a wider date range.' : 'There are no entries yet.';
+  if (shown === 0) return total !== null && !total.over ? `No more entries: all ${count(total.n)} are on earlier pages.` : 'No more entries: all are on earlier pages.';
+  const entries = (n: number) => (n === 1 ? 'entry' : 'entries');
+  if (rank === null || rank.over) {
+    return `${count(shown)} ${entries(shown)}${matching}, after ${rank === null ? 'those on earlier pages' : `the first ${count(COUNT_CAP)}`}`;
+  }
+  const end = rank.n + shown - 1;
+  // Unknown only when more come after this page: more than its last, then.
+  const of = total === null ? `more than ${count(end)}` : total.over ? `more than ${count(total.n)}` : count(total.n);
+  return `${count(rank.n)}–${count(end)} of ${of} ${entries(total === null || total.over ? 2 : total.n)}${matching}`;
+}
+
 const searchRoutes: FastifyPluginAsync = async (app) => {
   const { entryQuery, variables } = app.storage;
   const { appName } = app.config;
@@ -90,9 +112,9 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
   app.get('/search', { schema: { hide: true }, config: { heavy: true } }, async (request, reply) => {
     const params = parseSearch(request.query as Record<string, unknown>);
     const position = { ...(params.next ? { next: params.next } : {}), ...(params.prev ? { prev: params.prev } : {}) };
-    // An embedded database file is searched in the worker thread: a common term is matched and
-    // counted over every entry, which would hold the event loop (services/read-workers).
-    const { found, total, rank } = app.readWorkers
+    // An embedded database file is searched in the worker thread, like every read whose cost
+    // depends on the term and the data: each statement is synchronous there (services/read-workers).
+    const { found, more, total, rank } = app.readWorkers
       ? await app.readWorkers.searchPage(params.filter, PAGE_SIZE, position, { client: app.fairShare.clientOf(request) })
       : await entryQuery.searchPage(params.filter, PAGE_SIZE, position);
     const first = found[0];
@@ -109,18 +131,12 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
       for (const [key, value] of Object.entries(extra)) search.set(key, value);
       return `/search?${search}`;
     };
-    const hasPrev = first !== undefined && rank > 1;
-    const hasNext = last !== undefined && rank + found.length - 1 < total;
+    // The position is known up to COUNT_CAP; past it (or when counting took too long) it is not shown.
+    const firstPosition = rank !== null && !rank.over ? rank.n : undefined;
+    const hasPrev = first !== undefined && firstPosition !== 1;
+    const hasNext = last !== undefined && more;
     const filtered = params.q !== '' || params.from !== '' || params.to !== '';
-    const summary =
-      total === 0
-        ? filtered
-          ? 'No entries match. Try a shorter term or a wider date range.'
-          : 'There are no entries yet.'
-        : found.length === 0
-          ? `No more entries: all ${total} are on earlier pages.`
-          : `${rank}–${rank + found.length - 1} of ${total} ${total === 1 ? 'entry' : 'entries'}${filtered ? ' matching' : ''}`;
-
+    const summary = searchSummary(found.length, total, rank, filtered);
     const main = html`<h1>Search</h1>
 <form class="search-form" method="get" action="/search" role="search" aria-label="Entries">
 <div class="field field-term">
@@ -142,7 +158,7 @@ const searchRoutes: FastifyPluginAsync = async (app) => {
 <h2 id="results-title" class="results-title">${summary}</h2>
 ${
   found.length > 0
-    ? html`<ol class="result-list" start="${rank}">
+    ? html`<ol class="result-list"${firstPosition === undefined ? '' : html` start="${firstPosition}"`}>
 ${found.map(
   (entry) => html`<li>${entryArticle({
     uuid: entry.uuid,

@@ -13,7 +13,7 @@ import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
 import { runODataRead, type ODataAnswer, type ODataRead } from '../../storage/odata-reads.ts';
-import { EntryQuery, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
+import { EntryQuery, EXPORT_FEW_MATCHES, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
 
 export interface PageTask {
   /** The SQLite file; one connection per worker, opened with the first task. */
@@ -115,15 +115,15 @@ function reader(file: string): Reader {
  * this order: uuid, text, created_at (the list's `state` would be one more string a row). Rows as
  * objects, built property by property by the driver, took a third of the export's time more.
  */
-function readPageRows<Row>({ query, raw, pages }: Reader, task: PageTask, csv: boolean): Row[] {
-  const key = JSON.stringify([task.filter, task.pageSize, csv, task.after !== undefined]);
+async function readPageRows<Row>({ query, raw, pages }: Reader, task: PageTask, csv: boolean): Promise<Row[]> {
+  // A search term found in few entries is read through the index, one in many by testing rows in
+  // order from the cursor, so that every page, the first too, stops early (EntryQuery.textPlan).
+  const textMatch = await query.textPlan(task.filter, EXPORT_FEW_MATCHES);
+  const key = JSON.stringify([task.filter, task.pageSize, csv, task.after !== undefined, textMatch]);
   let page = pages.get(key);
   if (page === undefined) {
-    // The first page finds a search term through the index (fast when it is rare); the pages after
-    // it go on from their cursor testing rows in order (fast when it is common), instead of finding
-    // every match again for each page.
-    const after = task.after ? { after: CURSOR as unknown as EntryCursor, scanText: true } : {};
-    const select = query.select({ filter: task.filter, limit: task.pageSize, ...after }).clearSelect();
+    const after = task.after ? { after: CURSOR as unknown as EntryCursor } : {};
+    const select = query.select({ filter: task.filter, limit: task.pageSize, ...after, ...(textMatch ? { textMatch } : {}) }).clearSelect();
     const compiled = (
       csv
         ? select.select(sql<StoredLine>`entries.uuid || ',' || entries.text || ',,' || entries.created_at || char(13, 10)`.as('line'))
@@ -210,24 +210,24 @@ function failure(error: unknown): PageFailure {
 
 export default async function exportPageTask(task: PageTask): Promise<PageResult | PageFailure> {
   try {
-    return readPage(task);
+    return await readPage(task);
   } catch (error) {
     return failure(error);
   }
 }
 
-function readPage(task: PageTask): PageResult {
+async function readPage(task: PageTask): Promise<PageResult> {
   const read = reader(task.file);
   const first = task.page === 0;
   const pick = pagePick(task.seed, task.page);
   let text: string;
   let next: EntryCursor | null = null;
   if (task.format === 'csv') {
-    const lines = readPageRows<StoredLine>(read, task, true);
+    const lines = await readPageRows<StoredLine>(read, task, true);
     text = lines.length === 0 ? '' : csvLines(lines, task.variables, first, pick);
     if (lines.length === task.pageSize) next = storedLineCursor(lines[lines.length - 1]!);
   } else {
-    const rows = readPageRows<ExportRow>(read, task, false);
+    const rows = await readPageRows<ExportRow>(read, task, false);
     const entries = rows.map(([uuid, raw, timestamp]) => ({ uuid, text: raw, timestamp }));
     text = rows.length === 0 ? '' : exportPage(task.format, entries, task.variables, first, pick);
     const last = rows.at(-1);
