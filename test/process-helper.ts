@@ -6,6 +6,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './helper.ts';
+import { until } from './wait.ts';
 
 export const BIN = path.resolve('bin/nonsense.js');
 
@@ -62,19 +63,18 @@ export async function startService(
   child.stderr.on('data', (chunk) => (output += chunk));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nonsense serve exited before it was ready:\n${output}`);
-    try {
-      if ((await fetch(`${base}${readyPath}`, { signal: AbortSignal.timeout(2000) })).ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`nonsense serve was not ready within ${timeoutMs} ms:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  try {
+    await until(
+      () => `nonsense serve to be ready:\n${output}`,
+      async () => {
+        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nonsense serve exited before it was ready:\n${output}`);
+        return fetch(`${base}${readyPath}`, { signal: AbortSignal.timeout(2000) }).then((res) => res.ok, () => false);
+      },
+      { timeoutMs, intervalMs: 50 },
+    );
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
   }
   return {
     base,

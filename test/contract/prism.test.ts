@@ -14,10 +14,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, entry, freePort, type TestContext } from '../helper.ts';
 import { skipWithout } from '../requirements.ts';
+import { until } from '../wait.ts';
 
 const PRISM = path.resolve('node_modules/.bin/prism');
 const SKIP = skipWithout('Stoplight Prism (@stoplight/prism-cli)', fs.existsSync(PRISM), 'npm install');
@@ -54,12 +54,14 @@ describe.skipIf(SKIP)('the public API through Prism, validating against /openapi
     prism.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     prism.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     // Prism reads the document, then listens; until then the port refuses connections.
-    for (let i = 0; ; i++) {
-      if (prism.exitCode !== null) throw new Error(`Prism exited (${prism.exitCode}):\n${output}`);
-      if (await fetch(`${proxy}/healthz`).then(() => true, () => false)) break;
-      if (i > 300) throw new Error(`Prism did not start in time:\n${output}`);
-      await sleep(100);
-    }
+    await until(
+      () => `Prism to start:\n${output}`,
+      () => {
+        if (prism.exitCode !== null) throw new Error(`Prism exited (${prism.exitCode}):\n${output}`);
+        return fetch(`${proxy}/healthz`).then(() => true, () => false);
+      },
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -155,15 +157,10 @@ describe.skipIf(SKIP)('the public API through Prism, validating against /openapi
       stdio: 'ignore',
     });
     try {
-      let answer: Response | undefined;
-      for (let i = 0; answer === undefined && i < 300; i++) {
-        answer = await fetch(`http://127.0.0.1:${port}/api/v1/nonsense/status`).catch(() => undefined);
-        if (answer === undefined) await sleep(100);
-      }
-      expect(answer, 'Prism did not start').toBeDefined();
-      const body = await answer!.text();
-      const flagged = answer!.headers.get('sl-violations') !== null || body.includes('stoplight.io/prism/errors');
-      expect(flagged, `${answer!.status} ${body.slice(0, 300)}`).toBe(true);
+      const answer = await until('Prism to start', () => fetch(`http://127.0.0.1:${port}/api/v1/nonsense/status`).catch(() => undefined), { timeoutMs: 30_000, intervalMs: 50 });
+      const body = await answer.text();
+      const flagged = answer.headers.get('sl-violations') !== null || body.includes('stoplight.io/prism/errors');
+      expect(flagged, `${answer.status} ${body.slice(0, 300)}`).toBe(true);
     } finally {
       const exited = new Promise((resolve) => other.once('exit', resolve));
       other.kill('SIGTERM');

@@ -9,10 +9,12 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, tempDir } from '../helper.ts';
 import { BIN, parentEnv } from '../process-helper.ts';
 import { openIdle } from '../sockets.ts';
+import { until } from '../wait.ts';
 
 const DESCRIPTORS = 256;
 /** What MAX_CONNECTIONS=auto leaves for connections out of 256 descriptors (plugins/connections.ts). */
@@ -53,14 +55,18 @@ async function serve(database: string, env: Record<string, string>): Promise<Ser
   child.stderr.on('data', (chunk) => (output += chunk));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const alive = () => child.exitCode === null && child.signalCode === null;
-  const deadline = Date.now() + 20_000;
-  while ((await get(port, '/healthz')).status !== 200) {
-    if (!alive()) throw new Error(`nonsense serve exited before it was ready:\n${output}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`nonsense serve was not ready in time:\n${output}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  try {
+    await until(
+      () => `nonsense serve to be ready:\n${output}`,
+      async () => {
+        if (!alive()) throw new Error(`nonsense serve exited before it was ready:\n${output}`);
+        return (await get(port, '/healthz')).status === 200;
+      },
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
   }
   return {
     port,
@@ -73,16 +79,17 @@ async function serve(database: string, env: Record<string, string>): Promise<Ser
   };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * How long the process must live with its descriptors held: every timer of its own runs several
+ * times meanwhile (the overload sampler every 500 ms). Nothing signals "did not die", so it is a span.
+ */
+const HELD_SPAN_MS = 2500;
 
 /** answersAgain asks for /healthz until it answers 200, for at most `ms`; the last status. */
 async function answersAgain(port: number, ms = 5000): Promise<number | string> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const { status } = await get(port, '/healthz');
-    if (status === 200 || Date.now() > deadline) return status;
-    await sleep(50);
-  }
+  let status: number | string = 0;
+  await until('/healthz to answer 200', async () => (status = (await get(port, '/healthz')).status) === 200, { timeoutMs: ms, intervalMs: 50 }).catch(() => {});
+  return status;
 }
 
 /** refused reads `nonsense_connections_refused_total{budget}` from /metrics. */
@@ -108,8 +115,7 @@ describe('connections past the file-descriptor limit', { timeout: 90_000 }, () =
   it('holds more idle connections than its descriptors off, lives, and answers again once they close', async () => {
     service = await serve(database, { MAX_CONNECTIONS_PER_CLIENT: 'off' });
     const idle = await openIdle(service.port, DESCRIPTORS + 150);
-    // Long enough for every timer of the process to run several times (the overload sampler every 500 ms).
-    await sleep(2500);
+    await sleep(HELD_SPAN_MS);
     expect(service.alive(), service.output()).toBe(true);
     const open = idle.filter((c) => !c.closed).length;
     expect(open).toBeLessThanOrEqual(BUDGET);
@@ -127,7 +133,7 @@ describe('connections past the file-descriptor limit', { timeout: 90_000 }, () =
   it('lives through running out of descriptors (MAX_CONNECTIONS above the limit) and answers again once they close', async () => {
     service = await serve(database, { MAX_CONNECTIONS: '5000', MAX_CONNECTIONS_PER_CLIENT: 'off' });
     const idle = await openIdle(service.port, DESCRIPTORS + 150);
-    await sleep(2500);
+    await sleep(HELD_SPAN_MS);
     expect(service.alive(), service.output()).toBe(true);
     // Every descriptor but the process's own is a connection now.
     expect(idle.filter((c) => !c.closed).length).toBeGreaterThan(BUDGET);
@@ -142,10 +148,10 @@ describe('connections past the file-descriptor limit', { timeout: 90_000 }, () =
   it('closes the connections of one address past MAX_CONNECTIONS_PER_CLIENT at once, and still answers others', async () => {
     service = await serve(database, { MAX_CONNECTIONS_PER_CLIENT: '8' });
     const idle = await openIdle(service.port, 12);
-    const deadline = Date.now() + 3000;
-    while (idle.filter((c) => c.closed).length < 4 && Date.now() < deadline) await sleep(10);
-    // Nothing closes a connection within the budget; the ones past it are gone at once.
-    await sleep(300);
+    // The ones past the budget are gone at once; then nothing closes one within it for a while.
+    await until('4 connections closed', () => idle.filter((c) => c.closed).length >= 4, { timeoutMs: 3000, intervalMs: 10 });
+    const quietSpan = 300;
+    await sleep(quietSpan);
     expect(idle.map((c) => c.closed)).toEqual([...Array<boolean>(8).fill(false), ...Array<boolean>(4).fill(true)]);
     expect((await get(service.port, '/healthz')).status).not.toBe(200);
     // Another address has a budget of its own.

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts';
 import { Sustained } from '../../src/plugins/overload.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
+import { until } from '../wait.ts';
 
 const UUID_A = '6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11';
 const UUID_B = '7a2d3b1f-9b5c-4d2f-8a68-3c4e0d1e2b22';
@@ -192,16 +193,11 @@ describe('overload protection', () => {
       expect((await t.app.inject('/api/v1/nonsense/status')).statusCode).toBe(200);
       const stop = blockEventLoop(120);
       let refused;
-      const started = Date.now();
       try {
-        while (Date.now() - started < 8000) {
+        refused = await until('a 503 while the event loop is saturated', async () => {
           const res = await t.app.inject('/api/v1/nonsense/status');
-          if (res.statusCode === 503) {
-            refused = res;
-            break;
-          }
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
+          return res.statusCode === 503 && res;
+        }, { timeoutMs: 8000, intervalMs: 50 });
         expect((await t.app.inject('/healthz')).statusCode).toBe(200);
         expect((await t.app.inject('/metrics')).body).toMatch(/nonsense_overload_rejected_total\{reason="eventLoopDelay"\} [1-9]/);
       } finally {
@@ -211,8 +207,7 @@ describe('overload protection', () => {
       expect(refused?.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(refused?.headers['retry-after']).toBe('5');
       expect(refused?.json()).toMatchObject({ status: 503, detail: expect.stringMatching(/overloaded/) });
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-      expect((await t.app.inject('/api/v1/nonsense/status')).statusCode).toBe(200);
+      await expect.poll(async () => (await t.app.inject('/api/v1/nonsense/status')).statusCode, { timeout: 5000, interval: 50 }).toBe(200);
     } finally {
       await t.close();
     }

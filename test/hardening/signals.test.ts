@@ -17,6 +17,7 @@ import { createStorage } from '../../src/storage/index.ts';
 import { freePort, tempDir } from '../helper.ts';
 import { BIN, parentEnv } from '../process-helper.ts';
 import { skipWithout } from '../requirements.ts';
+import { until } from '../wait.ts';
 
 /** The server's own limit for in-flight requests after a signal (SHUTDOWN_GRACE_MS), and a margin. */
 const GRACE_MS = 10_000 + 5_000;
@@ -89,17 +90,14 @@ async function start(command: string, args: string[], env: Record<string, string
   child.stderr!.on('data', (chunk) => (output += chunk));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const base = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${command} exited before it was ready:\n${output}`);
-    try {
-      if ((await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) })).ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error(`${command} was not ready in time:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await until(
+    () => `${command} to be ready:\n${output}`,
+    async () => {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${command} exited before it was ready:\n${output}`);
+      return fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }).then((res) => res.ok, () => false);
+    },
+    { timeoutMs: 30_000, intervalMs: 50 },
+  );
   const servers = [child.pid!, ...descendants(child.pid!)].filter((pid) => {
     try {
       return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('nonsense.js\0serve');

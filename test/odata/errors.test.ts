@@ -145,11 +145,6 @@ describe.runIf(process.env.TEST_DATABASE === 'postgres')('OData during a real Po
       expect(res.body, url).toContain('The database is not available at the moment');
     }
     await proxy.start();
-    let status = 0;
-    for (let i = 0; i < 100 && status !== 200; i++) {
-      status = (await app.inject('/odata/v2/nonsense_list')).statusCode;
-      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(status).toBe(200);
+    await expect.poll(async () => (await app.inject('/odata/v2/nonsense_list')).statusCode, { timeout: 10_000, interval: 50 }).toBe(200);
   });
 });

@@ -69,7 +69,7 @@ describe('OData all=true and the event loop', () => {
     while (!done) {
       expect((await t.app.inject('/healthz')).statusCode).toBe(200);
       answered++;
-      await sleep(10);
+      await sleep(10); // a prober's pace: what is measured is that /healthz answers all along
     }
     const { status, entries } = await feed;
     expect(status).toBe(200);

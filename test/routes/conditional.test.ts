@@ -219,12 +219,18 @@ describe('conditional requests', () => {
 
     it('gives a replaced image a later date', async () => {
       const before = (await t.app.inject(image)).headers['last-modified'] as string;
-      await new Promise((resolve) => setTimeout(resolve, 1100));
       const replacement = await sharp({ create: { width: 4, height: 4, channels: 4, background: '#f59e0b' } }).png().toBuffer();
-      await t.storage.emojis.put(EMOJI, 'image/png', replacement, 'test');
-      const after = await t.app.inject({ url: image, headers: { 'if-modified-since': before } });
-      expect(after.statusCode).toBe(200);
-      expect(Date.parse(after.headers['last-modified'] as string)).toBeGreaterThan(Date.parse(before));
+      // Replaced a second later (the header's precision): only the clock has to move on.
+      vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+      try {
+        vi.setSystemTime(Date.now() + 1100);
+        await t.storage.emojis.put(EMOJI, 'image/png', replacement, 'test');
+        const after = await t.app.inject({ url: image, headers: { 'if-modified-since': before } });
+        expect(after.statusCode).toBe(200);
+        expect(Date.parse(after.headers['last-modified'] as string)).toBeGreaterThan(Date.parse(before));
+      } finally {
+        vi.useRealTimers();
+      }
     });
 
     it('has no date on answers without a modification time of their own, and ignores If-Modified-Since there', async () => {

@@ -43,9 +43,14 @@ describe.skipIf(SKIP)('a copy kept by follow_changes.py', () => {
     try {
       const uuids = Array.from({ length: 300 }, (_, i) => `abababab-0000-4000-8000-${String(i).padStart(12, '0')}`);
       const hidden = new Set<string>();
-      const until = Date.now() + 3000;
+      // Entries change until the follower has caught up twice meanwhile: its copy (none yet: -1) took
+      // a first revision and two more.
+      const revisionsSeen = new Set<number>();
+      const copied = () => (fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Copy).revision : -1);
+      const deadline = performance.now() + 30_000;
       let n = 0;
-      while (Date.now() < until) {
+      while (revisionsSeen.size < 4) {
+        if (performance.now() > deadline) throw new Error(`the follower's copy showed only ${revisionsSeen.size} of 4 revisions (-1 for none) in 30 s:\n${errors}`);
         const uuid = uuids[(n * 37) % uuids.length]!;
         const step = n % 4;
         const res =
@@ -59,14 +64,12 @@ describe.skipIf(SKIP)('a copy kept by follow_changes.py', () => {
           if (hidden.has(uuid)) hidden.delete(uuid);
           else hidden.add(uuid);
         }
-        if (step === 3) await new Promise((resolve) => setTimeout(resolve, 5));
+        if (step === 3) revisionsSeen.add(copied());
         n++;
       }
       expect(hidden.size).toBeGreaterThan(0);
       const { revision } = (await t.app.inject('/api/v1/nonsense/status')).json();
-      await expect
-        .poll(() => (fs.existsSync(file) ? (JSON.parse(fs.readFileSync(file, 'utf8')) as Copy).revision : -1), { timeout: 15_000, interval: 100 })
-        .toBe(revision);
+      await expect.poll(copied, { timeout: 15_000, interval: 100 }).toBe(revision);
       const copy = JSON.parse(fs.readFileSync(file, 'utf8')) as Copy;
       const exported = (await t.app.inject('/api/v1/nonsense?format=json')).json() as { uuid: string; nonsense: string; original_nonsense?: string; timestamp: number }[];
       const expected = Object.fromEntries(exported.map((e) => [e.uuid, { text: e.original_nonsense ?? e.nonsense, timestamp: e.timestamp }]));

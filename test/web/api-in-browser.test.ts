@@ -10,6 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, entry, freePort, type TestContext } from '../helper.ts';
 import { skipWithout } from '../requirements.ts';
+import { until } from '../wait.ts';
 import { CHROMIUM, launchChromium } from '../chromium.ts';
 
 // The one browser global an in-page callback uses: the project's TypeScript has no DOM library.
@@ -32,9 +33,10 @@ describe.skipIf(SKIP)('the API in Chromium', () => {
   beforeAll(async () => {
     t = await createTestApp({ entries: [reported, ...others] });
     token = (await t.storage.tokens.create('docs'))!;
+    const filedAt = Date.now();
     await t.storage.reports.create(reported.uuid, 'duplicate', 'Filed before the page opens.');
     // The oldest report, by a clear margin: reports of the same millisecond are listed by their ids.
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await until('the clock to pass the first report', () => Date.now() > filedAt + 5, { intervalMs: 1 });
     for (let i = 1; i < REPORTS; i++) await t.storage.reports.create(others[i % others.length]!.uuid, 'other', `Report number ${i}.`);
     const port = await freePort();
     await t.app.listen({ port, host: '127.0.0.1' });

@@ -27,6 +27,7 @@ import { createStorage } from '../../src/storage/index.ts';
 import { freePort, tempDir } from '../helper.ts';
 import { startService, type RunningService } from '../process-helper.ts';
 import { skipWithout } from '../requirements.ts';
+import { until } from '../wait.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SKIP = skipWithout(`Chromium at ${CHROMIUM}`, fs.existsSync(CHROMIUM), 'apt-get install chromium');
@@ -218,10 +219,7 @@ describe.skipIf(SKIP)('the galaxy in Chromium', () => {
     ]);
     big = await startService({ DATABASE_URL: bigFile, GALAXY: 'off' });
     // The background thread lays out the demo data within seconds of the start (more on a busy machine).
-    for (let waited = 0; (await fetch(`${demo.base}/api/v1/nonsense/galaxy`)).status !== 200; waited += 500) {
-      if (waited > 150_000) throw new Error(`The demo galaxy was not laid out in time:\n${demo.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
+    await until(() => `the demo galaxy to be laid out:\n${demo.output()}`, async () => (await fetch(`${demo.base}/api/v1/nonsense/galaxy`)).ok, { timeoutMs: 150_000, intervalMs: 100 });
     demoStars = (await (await fetch(`${demo.base}/api/v1/nonsense/galaxy?format=json`)).json()) as { uuid: string }[];
   }, 240_000);
 

@@ -15,6 +15,7 @@ import { CHROMIUM, CHROMIUM_ARGS } from '../chromium.ts';
 import { tempDir } from '../helper.ts';
 import { runCommand, startService, type RunningService } from '../process-helper.ts';
 import { skipWithout } from '../requirements.ts';
+import { until } from '../wait.ts';
 
 const SKIP = skipWithout(`Chromium at ${CHROMIUM}`, fs.existsSync(CHROMIUM), 'apt-get install chromium');
 // Headless Chromium draws WebGL in software (SwiftShader) only when asked to, and without --disable-gpu.
@@ -77,9 +78,7 @@ describe.skipIf(SKIP)('the site follows the changes in Chromium', () => {
       const response = await fetch(`${service.base}/api/v1/nonsense/galaxy`);
       return response.ok ? (await response.text()).split('\r\n').length - 1 : 0;
     };
-    for (const deadline = Date.now() + 120_000; (await stars()) !== SEED.length; await new Promise((resolve) => setTimeout(resolve, 500))) {
-      if (Date.now() > deadline) throw new Error(`The seed was not laid out in time:\n${service.output()}`);
-    }
+    await until(() => `the seed to be laid out:\n${service.output()}`, async () => (await stars()) === SEED.length, { timeoutMs: 120_000, intervalMs: 100 });
   }, 180_000);
 
   afterAll(async () => {
