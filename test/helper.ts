@@ -13,7 +13,6 @@ import { loadConfig, type Config } from '../src/config.ts';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
 import { loadDemo } from '../src/demo/load-demo.ts';
 import { createCardService, type CardService } from '../src/services/cards/index.ts';
-import { bumpRevision } from '../src/storage/revision.ts';
 import { createStorage, type Storage, type StorageOptions } from '../src/storage/index.ts';
 import type { NewEntry } from '../src/storage/entries.ts';
 import { DocumentCheck, type OpenApiDocument } from './contract/document-check.ts';
@@ -140,13 +139,9 @@ export async function checkAnswersAgainstDocument(app: FastifyInstance): Promise
     options === undefined || callback !== undefined ? (inject as (...args: unknown[]) => unknown)(options, callback) : checked(options)) as typeof app.inject;
 }
 
-/** setState hides or shows an entry the way the moderation code does: state change plus revision bump. */
+/** setState hides or shows an entry as moderators do: state, revision and change log in one transaction. */
 export async function setState(storage: Storage, uuid: string, state: 'visible' | 'hidden'): Promise<void> {
-  await storage.database.db.transaction().execute(async (trx) => {
-    await trx.updateTable('entries').set({ state, updated_at: Date.now() }).where('uuid', '=', uuid).execute();
-    await bumpRevision(trx);
-  });
-  storage.cache.invalidate();
+  await storage.entries.update(uuid, { state }, 'test');
 }
 
 let counter = 0;

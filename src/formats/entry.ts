@@ -94,3 +94,17 @@ export function entryJsonEncoder(variables: ServerVariables): (entry: EntryRecor
     return new EntryJsonTemplate(template);
   };
 }
+
+/** An entry's prepared JSON: the body, or the template of one whose text has server variables. */
+export type EntryJson = string | EntryJsonTemplate;
+
+/** entryRecordOf reads the stored entry back from its prepared JSON: the raw text is `original_nonsense` when present. */
+export function entryRecordOf(json: EntryJson): EntryRecord {
+  const parsed = JSON.parse(json instanceof EntryJsonTemplate ? json.render(() => 0) : json) as DeliveredEntry;
+  return { uuid: parsed.uuid, text: parsed.original_nonsense ?? parsed.nonsense, timestamp: parsed.timestamp };
+}
+
+/** renderEntryJson is the body of a prepared entry, its server variables filled in. */
+export function renderEntryJson(json: EntryJson, pick: PickIndex = mathRandomPick): string {
+  return json instanceof EntryJsonTemplate ? json.render(pick) : json;
+}
