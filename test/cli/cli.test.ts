@@ -47,7 +47,7 @@ describe('nonsense command line', () => {
   });
 
   it('migrates, then reports the schema up to date', async () => {
-    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 6 migration\(s\): 0001-initial, 0002-search-index, 0003-moderation, 0004-long-text-keys, 0005-galaxy, 0006-changes/);
+    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 7 migration\(s\): 0001-initial, 0002-search-index, 0003-moderation, 0004-long-text-keys, 0005-galaxy, 0006-changes, 0007-entry-counts/);
     expect((await nonsense(['migrate'], env)).stdout).toMatch(/up to date/);
   });
 

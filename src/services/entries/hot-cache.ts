@@ -20,8 +20,8 @@ export interface CachedEntry {
 }
 
 /**
- * Bytes beside the body: the uuid string, the record, its places in two maps and the slot list.
- * Measured with a heap snapshot of a full cache, rounded up.
+ * Bytes beside the body: the uuid string, the record, its places in two maps and the slot list,
+ * estimated from V8's object layouts and rounded up, so that the budget bounds the heap it costs.
  */
 const OVERHEAD = 260;
 
