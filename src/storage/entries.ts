@@ -6,7 +6,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { EngineQuirks } from '../db/dialects/quirks.ts';
-import { prepareQuery } from '../db/prepared.ts';
+import { prepareQuery, prepareReadNow, type ReadNow } from '../db/prepared.ts';
 import { randomUUID } from 'node:crypto';
 import type { DB, EntryState } from '../db/schema.ts';
 import { textKey } from '../domain/text.ts';
@@ -72,21 +72,32 @@ export interface VisibleBlocks {
 }
 
 const toStored = (row: { id: number; uuid: string; text: string; created_at: number | string }): StoredEntry => ({ id: Number(row.id), ...toEntryRecord(row) });
+const oneStored = (rows: { id: number; uuid: string; text: string; created_at: number | string }[] | undefined) =>
+  rows === undefined ? undefined : rows.length === 0 ? null : toStored(rows[0]!);
 
 export class EntryStore {
   private readonly visibleByUuid;
   private readonly visibleById;
   private readonly afterId;
   private readonly nthVisible;
+  private readonly visibleByUuidNow;
+  private readonly visibleByIdNow;
+  private readonly nthVisibleNow;
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly cache: RevisionCache,
     private readonly quirks: EngineQuirks,
+    /** Reads at once, where the engine answers in-process (Database.readNow). */
+    private readonly readNow?: ReadNow,
   ) {
     const visible = (db: Kysely<DB>) => db.selectFrom('entries').select(['id', 'uuid', 'text', 'created_at']).where('state', '=', 'visible');
-    this.visibleByUuid = prepareQuery(db, 1, (db, uuid: string) => visible(db).where('uuid', '=', uuid));
-    this.visibleById = prepareQuery(db, 1, (db, id: number) => visible(db).where('id', '=', id));
+    const byUuid = (db: Kysely<DB>, uuid: string) => visible(db).where('uuid', '=', uuid);
+    const byId = (db: Kysely<DB>, id: number) => visible(db).where('id', '=', id);
+    this.visibleByUuid = prepareQuery(db, 1, byUuid);
+    this.visibleById = prepareQuery(db, 1, byId);
+    this.visibleByUuidNow = prepareReadNow(db, 1, byUuid);
+    this.visibleByIdNow = prepareReadNow(db, 1, byId);
     // By primary key alone, visibility checked by the caller: a condition on state would lead the
     // planner to the state index and a sort of every visible entry for each page.
     this.afterId = prepareQuery(db, 2, (db, id: number, limit: number) =>
@@ -94,7 +105,7 @@ export class EntryStore {
     );
     // Within one block of ids by the primary key: the state tested as an expression, which no index
     // serves, so that no planner walks the state index instead (every visible entry, then a sort).
-    this.nthVisible = prepareQuery(db, 3, (db, from: number, to: number, n: number) =>
+    const nth = (db: Kysely<DB>, from: number, to: number, n: number) =>
       db
         .selectFrom('entries')
         .select(['id', 'uuid', 'text', 'created_at'])
@@ -103,8 +114,9 @@ export class EntryStore {
         .where(sql<boolean>`state || '' = 'visible'`)
         .orderBy('id')
         .limit(1)
-        .offset(n),
-    );
+        .offset(n);
+    this.nthVisible = prepareQuery(db, 3, nth);
+    this.nthVisibleNow = prepareReadNow(db, 3, nth);
   }
 
   /** findVisible returns the visible entry with this (lower-case) uuid, or null. */
@@ -123,6 +135,29 @@ export class EntryStore {
   async findById(id: number): Promise<StoredEntry | null> {
     const [row] = await this.visibleById(this.db, id);
     return row ? toStored(row) : null;
+  }
+
+  /** readsNow tells whether the *Now reads may answer (an engine that answers in-process). */
+  get readsNow(): boolean {
+    return this.readNow !== undefined;
+  }
+
+  /**
+   * findStoredNow is findStored answered at once: the entry, null when there is none, or undefined
+   * when it cannot be read now (another engine, a transaction open on the connection).
+   */
+  findStoredNow(uuid: string): StoredEntry | null | undefined {
+    return this.readNow === undefined ? undefined : oneStored(this.visibleByUuidNow(this.readNow, uuid));
+  }
+
+  /** findByIdNow is findById answered at once, or undefined when it cannot be (as findStoredNow). */
+  findByIdNow(id: number): StoredEntry | null | undefined {
+    return this.readNow === undefined ? undefined : oneStored(this.visibleByIdNow(this.readNow, id));
+  }
+
+  /** nthInBlockNow is nthInBlock answered at once, or undefined when it cannot be (as findStoredNow). */
+  nthInBlockNow(block: number, n: number): StoredEntry | null | undefined {
+    return this.readNow === undefined ? undefined : oneStored(this.nthVisibleNow(this.readNow, block * COUNT_BLOCK, (block + 1) * COUNT_BLOCK, n));
   }
 
   /** findStoredMany returns the visible entries among these uuids (at most a few hundred), in no order. */

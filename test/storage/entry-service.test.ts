@@ -4,12 +4,15 @@
  * its random pick by the counts per block of ids; and the status count. On both engines.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/db/database.ts';
+import { Migrator } from 'kysely';
+import { loadConfig } from '../../src/config.ts';
+import { migrate, openDatabase } from '../../src/db/database.ts';
+import { migrationProvider } from '../../src/db/migrations/index.ts';
 import { seededPick } from '../../src/domain/variables.ts';
 import { entryRecordOf, renderEntryJson } from '../../src/formats/entry.ts';
 import { EntryService } from '../../src/services/entries/index.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
-import { createTestApp, entry, type TestContext } from '../helper.ts';
+import { createTestApp, entry, freshDatabaseUrl, tempDir, type TestContext } from '../helper.ts';
 
 const MiB = 1024 * 1024;
 
@@ -256,4 +259,25 @@ describe('the status count', () => {
       .executeTakeFirstOrThrow();
     expect(Number(count)).toBe(5001);
   }, 60_000);
+
+  it('counts the entries already stored when the counts are added (migration 0007)', async () => {
+    const fresh = await freshDatabaseUrl(tempDir());
+    const database = await openDatabase(loadConfig({ DATABASE_URL: fresh.url }).database);
+    try {
+      await new Migrator({ db: database.db, provider: migrationProvider }).migrateTo('0006-changes');
+      const rows = Array.from({ length: 9000 }, (_, n) => ({
+        uuid: uuidOf(n), text: `Stored before ${n}.`, text_key: `stored before ${n}.`, created_at: n, state: n % 4 === 0 ? 'hidden' : 'visible', updated_at: 0,
+      }));
+      for (let i = 0; i < rows.length; i += 500) await database.db.insertInto('entries').values(rows.slice(i, i + 500) as never).execute();
+      expect(await migrate(database)).toEqual(['0007-entry-counts']);
+      const storage = createStorage(database);
+      expect((await storage.entries.status()).count).toBe(6750);
+      const blocks = await storage.entries.visibleBlocks();
+      expect(blocks.total).toBe(6750);
+      expect([...blocks.blocks]).toEqual([0, 1, 2]);
+    } finally {
+      await database.close();
+      await fresh.drop();
+    }
+  });
 });

@@ -117,12 +117,20 @@ export class EntryService {
     if (this.hot.complete) return this.hot.size === 0 ? undefined : this.hot.at(pick(this.hot.size));
     if (view.blocks === null || view.blocks.total === 0) return undefined;
     const draw = drawFrom(view.blocks, pick);
-    return this.hot.findId(draw.id) ?? draw;
+    return this.hot.findId(draw.id) ?? (this.storage.entries.readsNow ? this.inBlockNow(view, draw, pick) : draw);
   }
 
-  /** findNow is the visible entry with this lower-case uuid from memory, or undefined when the cache does not hold it. */
+  /**
+   * findNow is the visible entry with this lower-case uuid from memory, or read at once where the
+   * engine answers in-process; undefined when it is not found that way (the routes then answer).
+   */
   findNow(uuid: string): ReadyEntry | undefined {
-    return this.viewNow() === null ? undefined : this.hot.find(uuid);
+    const view = this.viewNow();
+    if (view === null) return undefined;
+    const cached = this.hot.find(uuid);
+    if (cached !== undefined || this.hot.complete) return cached;
+    const stored = this.storage.entries.findStoredNow(uuid);
+    return stored === null || stored === undefined ? undefined : this.admit(view, stored);
   }
 
   // The answers that may ask the database.
@@ -204,6 +212,23 @@ export class EntryService {
     }
     const stored = await this.storage.entries.nthInBlock(draw.block, draw.nth);
     return stored === null ? null : ready(view.encode(stored));
+  }
+
+  /** inBlockNow is inBlock read at once; the draw itself when a read cannot be made now, for `random` to continue. */
+  private inBlockNow(view: View, draw: Draw, pick: PickIndex): ReadyEntry | Draw {
+    const entries = this.storage.entries;
+    const tries = draw.visible * SPARSE < COUNT_BLOCK ? 0 : TRIES_IN_BLOCK;
+    for (let attempt = 0; attempt < tries; attempt++) {
+      const id = attempt === 0 ? draw.id : draw.block * COUNT_BLOCK + pick(COUNT_BLOCK);
+      const cached = this.hot.findId(id);
+      if (cached !== undefined) return cached;
+      const stored = entries.findByIdNow(id);
+      if (stored === undefined) return draw;
+      if (stored !== null) return ready(view.encode(stored));
+    }
+    const stored = entries.nthInBlockNow(draw.block, draw.nth);
+    // Fewer than counted (a change between the counts and now): the routes draw again.
+    return stored === undefined || stored === null ? draw : ready(view.encode(stored));
   }
 
   /** admit keeps an entry read by UUID, unless a change came in while it was read. */
