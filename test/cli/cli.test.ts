@@ -157,7 +157,7 @@ describe('messages people can act on', () => {
     fs.mkdirSync(cwd);
     const { DATABASE_URL: _inherited, ...withoutUrl } = parentEnv;
     const result = await runWithout(['migrate'], withoutUrl, cwd);
-    expect(result.stdout).toMatch(/Applied 6 migration/);
+    expect(result.stdout).toMatch(/Applied 7 migration/);
     expect(fs.existsSync(path.join(cwd, 'data', 'nonsense.db'))).toBe(true);
   });
 

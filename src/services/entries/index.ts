@@ -49,8 +49,8 @@ export interface Draw {
   readonly id: number;
 }
 
-/** Rows read per step of the background fill: a few milliseconds each. */
-const FILL_PAGE = 1024;
+/** Rows read and prepared per step of the background fill: about a millisecond each. */
+const FILL_PAGE = 256;
 /** Changes applied to the cache at once; more and it starts again (an import, a restore). */
 const MAX_APPLIED = 1000;
 /** Entries read again at once when they came or changed. */
