@@ -1,7 +1,7 @@
 /**
  * The entries held ready to send, within a byte budget: each visible entry's prepared JSON with its
  * id and uuid beside it (the body's layout is formats/entry.ts's business alone). Found by uuid (the
- * by-UUID reads, least recently used first out) and by id (the random pick); when it is `complete`
+ * by-UUID reads; the ones not asked for again go first) and by id (the random pick); when it is `complete`
  * it holds every visible entry, so a pick among its slots is a uniform pick and a miss is an answer.
  */
 import { isAscii } from '../../domain/text.ts';
@@ -17,6 +17,8 @@ export interface CachedEntry {
   readonly bytes: number;
   /** Its place in `slots`. */
   slot: number;
+  /** Asked for by UUID since the eviction hand last passed it. */
+  used: boolean;
 }
 
 /**
@@ -29,6 +31,8 @@ export class HotCache {
   private byUuid = new Map<string, CachedEntry>();
   private byId = new Map<number, CachedEntry>();
   private slots: CachedEntry[] = [];
+  /** The eviction clock's hand: a place in `slots`. */
+  private hand = 0;
   bytes = 0;
   /** Whether it holds every visible entry of the revision its owner has applied. */
   complete = false;
@@ -48,7 +52,7 @@ export class HotCache {
     const body = typeof json === 'string' ? (ascii || !/[^\x00-\xff]/.test(json) ? json.length : 2 * json.length) : this.templateSize(json);
     const bytes = body + OVERHEAD;
     if (bytes > this.budget) return null;
-    return { id, uuid, json, asciiBytes: ascii ? (json as string).length : undefined, bytes, slot: -1 };
+    return { id, uuid, json, asciiBytes: ascii ? (json as string).length : undefined, bytes, slot: -1, used: false };
   }
 
   /** fits tells whether `bytes` more fit the budget without letting any entry go. */
@@ -56,14 +60,14 @@ export class HotCache {
     return this.bytes + bytes <= this.budget;
   }
 
-  /** find returns the entry with this uuid and marks it recently used. */
+  /**
+   * find returns the entry with this uuid and marks it used. A mark, not a move to the end of a list:
+   * deleting and setting a key again in a Map of a hundred thousand costs V8 a rehash of the table
+   * every few calls.
+   */
   find(uuid: string): CachedEntry | undefined {
     const found = this.byUuid.get(uuid);
-    if (found !== undefined) {
-      // Most recently used last: Map keeps insertion order.
-      this.byUuid.delete(uuid);
-      this.byUuid.set(uuid, found);
-    }
+    if (found !== undefined) found.used = true;
     return found;
   }
 
@@ -78,8 +82,10 @@ export class HotCache {
   }
 
   /**
-   * put adds an entry (replacing the one with its uuid), letting the least recently used go while
-   * over budget; letting any go means the cache is no longer complete.
+   * put adds an entry (replacing the one with its uuid), letting entries go while over budget by the
+   * clock: the hand walks the slots, sparing once each entry asked for since it last passed (a
+   * second chance), so what is asked for again stays and what is not goes. Letting any go means the
+   * cache is no longer complete.
    */
   put(entry: CachedEntry): void {
     this.remove(entry.uuid);
@@ -90,9 +96,14 @@ export class HotCache {
     this.bytes += entry.bytes;
     if (this.bytes <= this.budget) return;
     this.complete = false;
-    for (const oldest of this.byUuid.values()) {
-      if (this.bytes <= this.budget || oldest === entry) break;
-      this.remove(oldest.uuid);
+    // Two turns at most: the first clears every mark.
+    for (let steps = 2 * this.slots.length; this.bytes > this.budget && steps > 0; steps--) {
+      if (this.hand >= this.slots.length) this.hand = 0;
+      const candidate = this.slots[this.hand]!;
+      if (candidate === entry || candidate.used) {
+        candidate.used = false;
+        this.hand++;
+      } else this.remove(candidate.uuid); // the last slot moves into the hand's place
     }
   }
 

@@ -10,7 +10,7 @@
  *   takes the drawn entry's place in the block from one read of the block's ids. Nothing reads or
  *   holds every id (docs/decisions.md, "The random pick").
  * - One cache (hot-cache.ts) of prepared JSON within ENTRY_CACHE_BYTES: filled in the background a
- *   page of ids at a time, then holding the entries asked for by UUID, least recently used first out.
+ *   page of ids at a time, then keeping the entries asked for by UUID again and again (a clock).
  *   When every visible entry fits it is complete, and random and by-UUID answer from memory alone.
  * - Kept current from the change log (storage/changes.ts): when the revision moves, the changes since
  *   the last one applied are read and applied to the cache (what went is dropped, what came or changed
@@ -236,6 +236,7 @@ export class EntryService {
     const json = view.encode(stored);
     const entry = this.hot.weigh(stored.id, stored.uuid, json);
     if (entry === null) return ready(json);
+    entry.used = true;
     if (this.view === view && !this.closed) this.hot.put(entry);
     return entry;
   }
@@ -322,7 +323,8 @@ export class EntryService {
         if (!current()) return;
         const touched = (this.touched = new Set());
         const { next, visible } = await this.storage.entries.page(after, FILL_PAGE);
-        this.touched = null;
+        // A newer fill may have begun meanwhile: its set stays.
+        if (this.touched === touched) this.touched = null;
         const view = this.view;
         if (!current() || view === null) return;
         for (const stored of visible) {
