@@ -191,9 +191,8 @@ export class EntryService {
   private viewNow(): View | null {
     const revision = this.storage.cache.peek();
     const view = this.view;
-    if (revision === null) return null;
-    if (view !== null && view.revision === revision) return view;
-    // Behind a revision already read: catch up for the next request.
+    if (revision !== null && view !== null && view.revision === revision) return view;
+    // The revision is due to be read again, or read and not caught up with: both for the next request.
     this.warm();
     return null;
   }
