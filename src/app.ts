@@ -29,6 +29,7 @@ import odataRoutes from './routes/odata/index.ts';
 import siteRoutes from './routes/site/index.ts';
 import sharePageRoutes from './routes/site/share-page.ts';
 import { createCardService, type CardService } from './services/cards/index.ts';
+import { EntryService } from './services/entries/index.ts';
 import { ReadWorkers } from './services/read-workers/index.ts';
 import type { Storage } from './storage/index.ts';
 
@@ -37,6 +38,8 @@ export interface AppOptions {
   storage: Storage;
   /** The share card service (render workers, card cache); the caller closes it after the app. Without it the app builds one and closes it itself. */
   cards?: CardService;
+  /** The entry service over `storage`; the caller closes it after the app. Without it the app builds one and closes it itself. */
+  entryService?: EntryService;
   /**
    * Whether exports from an SQLite file are read and written in a worker thread (services/read-workers);
    * default true. Tests of the event-loop path (PostgreSQL's) on SQLite turn it off.
@@ -47,7 +50,7 @@ export interface AppOptions {
 }
 
 /** buildApp assembles plugins and routes; the caller owns `storage` and closes it after the app. */
-export async function buildApp({ config, storage, cards, logger, readWorkers = true }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, storage, cards, entryService, logger, readWorkers = true }: AppOptions): Promise<FastifyInstance> {
   const destination = logger === undefined && config.logLevel !== 'silent' ? logDestination() : undefined;
   // The hottest reads skip Fastify when their answer is ready (plugins/fast-lane.ts).
   const lane = new FastLane();
@@ -117,6 +120,11 @@ export async function buildApp({ config, storage, cards, logger, readWorkers = t
     app.decorate('cards', own);
     app.addHook('onClose', () => own.close());
   } else app.decorate('cards', cards);
+  if (entryService === undefined) {
+    const own = new EntryService(storage, { cacheBytes: config.entryCacheBytes });
+    app.decorate('entryService', own);
+    app.addHook('onClose', async () => own.close());
+  } else app.decorate('entryService', entryService);
   const exports = readWorkers ? ReadWorkers.forDatabase(config.database, config.readWorkerQueue, config.readWorkerThreads) : null;
   app.decorate('readWorkers', exports);
   if (exports !== null) app.addHook('onClose', () => exports.close());

@@ -65,10 +65,8 @@ export interface Config {
   readonly heavyRequestsPerClient: number | null;
   /** Database time the OData reads of one address may take per window; null: no limit. */
   readonly odataTimeBudget: TimeBudget;
-  /** Byte budget of the in-memory snapshot of visible entries (random and by-UUID); 0: none. */
+  /** Byte budget of the entries held as prepared JSON (random and by-UUID, services/entries); 0: none. */
   readonly entryCacheBytes: number;
-  /** Byte budget of the cache of entries looked up by UUID while there is no snapshot; 0: none. */
-  readonly entryLookupCacheBytes: number;
   /** Byte budget of the galaxy's stars held ready to serve; 0: every request reads the database. */
   readonly galaxyCacheBytes: number;
   /** Lay out the galaxy in a background thread of the server. */
@@ -375,12 +373,10 @@ export const OPTIONS = [
     description: 'database time the OData reads of one address may take per window (e.g. 15s/1m); past it, 429 until it recovers',
   },
   {
-    env: 'ENTRY_CACHE_BYTES', key: 'entryCacheBytes', default: '256MiB', parse: parseBytes,
-    description: 'memory for the snapshot of visible entries that random and by-UUID answer from (0: always the database)',
-  },
-  {
-    env: 'ENTRY_LOOKUP_CACHE_BYTES', key: 'entryLookupCacheBytes', default: '16MiB', parse: parseBytes,
-    description: 'memory for entries looked up by UUID while there is no snapshot (0 for none)',
+    env: 'ENTRY_CACHE_BYTES', key: 'entryCacheBytes', default: '64MiB', parse: parseBytes,
+    description:
+      'memory for visible entries held as prepared JSON (about 450 bytes an entry of 110 characters): all of them when they fit, ' +
+      'then the ones most recently asked for by UUID; random and by-UUID answer from it without the database (0: always the database)',
   },
   {
     env: 'GALAXY_CACHE_BYTES', key: 'galaxyCacheBytes', default: '48MiB', parse: parseBytes,

@@ -8,6 +8,7 @@ import { describeConfig, type Config } from './config.ts';
 import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/database.ts';
 import { loadDemo } from './demo/load-demo.ts';
 import { createCardService } from './services/cards/index.ts';
+import { EntryService } from './services/entries/index.ts';
 import { galaxyBehind, GalaxyBackground } from './services/galaxy/background.ts';
 import { connectionBudget, connectionLimits, descriptorLimit, limitConnections } from './plugins/connections.ts';
 import { compilePendingSchemas } from './runtime/compile-later.ts';
@@ -45,7 +46,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
   const { database, migrated } = await prepareDatabase(config);
   const storage = createStorage(database);
   const cards = createCardService(config);
-  const app = await buildApp({ config, storage, cards });
+  const entryService = new EntryService(storage, { cacheBytes: config.entryCacheBytes });
+  const app = await buildApp({ config, storage, cards, entryService });
   // What is said before listening is logged after the line with the address, which comes first: on a
   // terminal it is the line a person looks for.
   const notes: Array<{ level: 'info' | 'warn'; details: object; message: string }> = [];
@@ -81,7 +83,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     });
   }
 
-  if (config.demoData && database.quirks.embedded && (await storage.entries.countAll()) === 0) {
+  if (config.demoData && database.quirks.embedded && (await storage.entries.isEmpty())) {
     notes.push({ level: 'info', details: await loadDemo(storage), message: 'empty database: demo data loaded' });
   }
 
@@ -90,6 +92,7 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
 
   app.addHook('onClose', async () => {
     await galaxy?.stop();
+    entryService.close();
     await cards.close();
     await database.close();
   });
@@ -129,6 +132,8 @@ export async function startServer(config: Config): Promise<FastifyInstance> {
     for (const { level, details, message } of notes) app.log[level](details, message);
   }
   galaxy?.start();
+  // The entry cache fills in the background from here: nothing that grows with the entries runs before listening.
+  entryService.warm();
   // Once listening, the server's errors are failed accepts (EMFILE with every descriptor taken, a
   // connection reset in the backlog): Node emits them on the server, and without a listener they
   // would end the process. The connections already open go on, and accepting resumes by itself.

@@ -13,8 +13,6 @@ import { loadConfig, type Config } from '../src/config.ts';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
 import { loadDemo } from '../src/demo/load-demo.ts';
 import { createCardService, type CardService } from '../src/services/cards/index.ts';
-import { ChangeRecorder, commitChanges } from '../src/storage/changes.ts';
-import { bumpRevision } from '../src/storage/revision.ts';
 import { createStorage, type Storage, type StorageOptions } from '../src/storage/index.ts';
 import type { NewEntry } from '../src/storage/entries.ts';
 import { DocumentCheck, type OpenApiDocument } from './contract/document-check.ts';
@@ -141,19 +139,9 @@ export async function checkAnswersAgainstDocument(app: FastifyInstance): Promise
     options === undefined || callback !== undefined ? (inject as (...args: unknown[]) => unknown)(options, callback) : checked(options)) as typeof app.inject;
 }
 
-/** setState hides or shows an entry the way the moderation code does: state change plus revision bump. */
+/** setState hides or shows an entry as moderators do: state, revision and change log in one transaction. */
 export async function setState(storage: Storage, uuid: string, state: 'visible' | 'hidden'): Promise<void> {
-  await storage.database.db.transaction().execute(async (trx) => {
-    const current = await trx.selectFrom('entries').select(['text', 'state', 'created_at']).where('uuid', '=', uuid).executeTakeFirst();
-    await trx.updateTable('entries').set({ state, updated_at: Date.now() }).where('uuid', '=', uuid).execute();
-    // Logged as moderation logs it: the galaxy and the event streams follow the change log.
-    if (current === undefined || current.state === state) return bumpRevision(trx);
-    const changes = new ChangeRecorder(trx);
-    if (state === 'hidden') changes.add('entry.hidden', uuid);
-    else await changes.addEntry('entry.restored', { uuid, text: current.text, timestamp: Number(current.created_at) });
-    await commitChanges(trx, changes);
-  });
-  storage.cache.invalidate();
+  await storage.entries.update(uuid, { state }, 'test');
 }
 
 let counter = 0;

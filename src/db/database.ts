@@ -3,6 +3,7 @@
  * `Database` and never learns which engine is underneath.
  */
 import fs from 'node:fs';
+import type SQLite from 'better-sqlite3';
 import { Kysely, Migrator, sql, type LogEvent } from 'kysely';
 import type { DatabaseTarget } from '../config.ts';
 import { observeQuery, type DatabaseStats } from '../metrics/registry.ts';
@@ -10,6 +11,7 @@ import type { EngineQuirks } from './dialects/quirks.ts';
 import { connectionFailure, openPostgres, postgresQuirks } from './dialects/postgres.ts';
 import { openSqlite, sqliteQuirks } from './dialects/sqlite.ts';
 import { migrationProvider } from './migrations/index.ts';
+import type { ReadNow } from './prepared.ts';
 import type { DB } from './schema.ts';
 
 export interface Database {
@@ -20,6 +22,12 @@ export interface Database {
   close(): Promise<void>;
   /** Figures for monitoring (pool use, file sizes), read at scrape time; cheap and side-effect free. */
   stats?(): DatabaseStats;
+  /**
+   * readNow runs a read at once, on an engine that answers in-process (SQLite), for point reads that
+   * then need no promise; undefined while a transaction is open on the connection (its writes are
+   * not committed yet: the read waits for it the usual way). Absent on PostgreSQL.
+   */
+  readonly readNow?: ReadNow;
 }
 
 /** Every query's time goes to the metrics; Kysely measures it only when a logger is set. */
@@ -73,9 +81,18 @@ export async function openDatabase(target: DatabaseTarget, options: OpenOptions 
     }
     const { dialect, raw } = handle;
     const db = new Kysely<DB>({ dialect, log: timeQueries });
+    // Statements of their own: Kysely's may be in the middle of an iteration.
+    const statements = new Map<string, SQLite.Statement>();
+    const readNow: ReadNow = (query) => {
+      if (raw.inTransaction) return undefined;
+      let statement = statements.get(query.sql);
+      if (statement === undefined) statements.set(query.sql, (statement = raw.prepare(query.sql)));
+      return statement.all(query.parameters as unknown[]);
+    };
     return {
       db,
       quirks: sqliteQuirks,
+      readNow,
       label: `sqlite:${target.file}`,
       stats: () => ({
         engine: 'sqlite',

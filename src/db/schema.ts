@@ -154,9 +154,17 @@ export interface ChangeTable {
   entry: string | null;
 }
 
+/** Visible entries per block of 4,096 ids, kept by triggers (migration 0007). */
+export interface EntryCountTable {
+  /** id / 4096. */
+  block: number;
+  visible: number;
+}
+
 export interface DB {
   changes: ChangeTable;
   entries: EntryTable;
+  entry_counts: EntryCountTable;
   variables: VariableTable;
   emojis: EmojiTable;
   meta: MetaTable;

@@ -4,6 +4,7 @@
  */
 import { isAscii } from '../domain/text.ts';
 import { mathRandomPick, splitVariables, type PickIndex, type ServerVariables } from '../domain/variables.ts';
+import type { DeliveredEntry } from '../domain/delivered-entry.ts';
 import type { EntryRecord } from '../domain/records.ts';
 
 /** The media type of an entry's JSON. */
@@ -78,4 +79,18 @@ export function entryJsonEncoder(variables: ServerVariables): (entry: EntryRecor
     template[template.length - 1] += tail;
     return new EntryJsonTemplate(template);
   };
+}
+
+/** An entry's prepared JSON: the body, or the template of one whose text has server variables. */
+export type EntryJson = string | EntryJsonTemplate;
+
+/** entryRecordOf reads the stored entry back from its prepared JSON: the raw text is `original_nonsense` when present. */
+export function entryRecordOf(json: EntryJson): EntryRecord {
+  const parsed = JSON.parse(json instanceof EntryJsonTemplate ? json.render(() => 0) : json) as DeliveredEntry;
+  return { uuid: parsed.uuid, text: parsed.original_nonsense ?? parsed.nonsense, timestamp: parsed.timestamp };
+}
+
+/** renderEntryJson is the body of a prepared entry, its server variables filled in. */
+export function renderEntryJson(json: EntryJson, pick: PickIndex = mathRandomPick): string {
+  return json instanceof EntryJsonTemplate ? json.render(pick) : json;
 }

@@ -161,7 +161,7 @@ export interface CacheStats {
   items: number;
 }
 
-/** Sources of cache figures by cache name (entry_snapshot, entry_lookups, rate_limits, galaxy), one per app. */
+/** Sources of cache figures by cache name (entry_snapshot, rate_limits, galaxy), one per app. */
 const cacheSources = new Map<string, Set<() => CacheStats>>();
 
 /** watchCache adds a source of figures of the cache `name`; the returned function removes it. */
@@ -194,7 +194,7 @@ function cacheGauge(name: string, help: string, figure: (stats: CacheStats) => n
 
 cacheGauge(
   'nonsense_cache_bytes',
-  'Bytes held by an in-memory cache, each within its budget: entry_snapshot (ENTRY_CACHE_BYTES), entry_lookups (ENTRY_LOOKUP_CACHE_BYTES), rate_limits (RATE_LIMIT_CACHE_BYTES), galaxy (GALAXY_CACHE_BYTES).',
+  'Bytes held by an in-memory cache, each within its budget: entry_snapshot (the entries held ready, ENTRY_CACHE_BYTES), rate_limits (RATE_LIMIT_CACHE_BYTES), galaxy (GALAXY_CACHE_BYTES).',
   (s) => s.bytes,
 );
 cacheGauge('nonsense_cache_items', 'Items held by an in-memory cache: entries, rate-limit keys, or stars.', (s) => s.items);

@@ -1,15 +1,16 @@
 /**
  * The fast lane: the hottest reads (a random entry, an entry by UUID) answered by a plain node:http
- * handler in front of Fastify, when their answer is ready in memory.
+ * handler in front of Fastify, when their answer is ready at once: in memory, or from a point read
+ * of the embedded database (services/entries).
  *
  * Fastify's request and reply objects, its hook runner and its header handling cost about as much as
- * the whole answer of these two routes when the entry snapshot holds it (docs/performance.md). The
+ * the whole answer of these two routes when the entry cache holds it (docs/performance.md). The
  * lane answers such a request with the same bytes and the same side effects as the Fastify route:
  * the same status, body and headers (the request id, CORS and security headers of headers.ts, the
  * route's own), one line in the access log, the same latency series in /metrics, and the same
  * rate-limit and overload decisions. Everything else goes to Fastify untouched: other paths and
  * methods, query strings, trailing slashes, errors (an unknown UUID is Fastify's 404), an entry
- * snapshot that is not current, a request that an admission (overload, an exhausted rate limit) does
+ * service behind the revision, a request that an admission (overload, an exhausted rate limit) does
  * not let in, a service shutting down. test/routes/fast-lane.test.ts holds the lane to that.
  *
  * A route enters the lane from its plugin (`app.fastLane.get(...)`), beside its Fastify declaration,

@@ -1,12 +1,12 @@
 /**
- * Entries one at a time: lookups for the public API, the random pick, the status summary, bulk
- * insertion for the demo data and imports, and the admin's writes. The public reads (findVisible,
- * random, status) see visible entries only; findAny, for moderators, sees every state. Lists of
- * entries are read through `entry-query.ts`.
+ * Entries one at a time: the reads the entry service (services/entries) is made of (by uuid, by
+ * id, pages by id, the counts per block of ids), the status summary, bulk insertion for the demo data
+ * and imports, and the admin's writes. The public reads see visible entries only; findAny, for
+ * moderators, sees every state. Lists of entries are read through `entry-query.ts`.
  */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { EngineQuirks } from '../db/dialects/quirks.ts';
-import { prepareQuery } from '../db/prepared.ts';
+import { prepareQuery, prepareReadNow, type ReadNow } from '../db/prepared.ts';
 import { randomUUID } from 'node:crypto';
 import type { DB, EntryState } from '../db/schema.ts';
 import { textKey } from '../domain/text.ts';
@@ -50,26 +50,73 @@ export interface AdminEntry {
 /** The outcome of a write that may collide with an existing text. */
 export type EntryWrite = { entry: AdminEntry } | { duplicateOf: string } | { notFound: true };
 
-const RANDOM_ATTEMPTS = 4;
+/**
+ * The ids counted per block in `entry_counts`: a block is `id / COUNT_BLOCK`, the formula of the
+ * triggers of migration 0007.
+ */
+export const COUNT_BLOCK = 4096;
+
+/** A visible entry with its primary key. */
+export interface StoredEntry extends EntryRecord {
+  id: number;
+}
+
+/** The blocks of ids that hold visible entries, in order, each with its number of visible entries. */
+export interface VisibleBlocks {
+  /** Block numbers (id / COUNT_BLOCK), ascending. */
+  readonly blocks: Float64Array;
+  /** Per block, the visible entries in it and every block before it. */
+  readonly ends: Float64Array;
+  /** Every visible entry. */
+  readonly total: number;
+}
+
+const toStored = (row: { id: number; uuid: string; text: string; created_at: number | string }): StoredEntry => ({ id: Number(row.id), ...toEntryRecord(row) });
+const oneStored = (rows: { id: number; uuid: string; text: string; created_at: number | string }[] | undefined) =>
+  rows === undefined ? undefined : rows.length === 0 ? null : toStored(rows[0]!);
 
 export class EntryStore {
   private readonly visibleByUuid;
   private readonly visibleById;
   private readonly afterId;
+  private readonly nthVisible;
+  private readonly visibleByUuidNow;
+  private readonly visibleByIdNow;
+  private readonly nthVisibleNow;
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly cache: RevisionCache,
     private readonly quirks: EngineQuirks,
+    /** Reads at once, where the engine answers in-process (Database.readNow). */
+    private readonly readNow?: ReadNow,
   ) {
-    const visible = (db: Kysely<DB>) => db.selectFrom('entries').select(['uuid', 'text', 'created_at']).where('state', '=', 'visible');
-    this.visibleByUuid = prepareQuery(db, 1, (db, uuid: string) => visible(db).where('uuid', '=', uuid));
-    this.visibleById = prepareQuery(db, 1, (db, id: number) => visible(db).where('id', '=', id));
+    const visible = (db: Kysely<DB>) => db.selectFrom('entries').select(['id', 'uuid', 'text', 'created_at']).where('state', '=', 'visible');
+    const byUuid = (db: Kysely<DB>, uuid: string) => visible(db).where('uuid', '=', uuid);
+    const byId = (db: Kysely<DB>, id: number) => visible(db).where('id', '=', id);
+    this.visibleByUuid = prepareQuery(db, 1, byUuid);
+    this.visibleById = prepareQuery(db, 1, byId);
+    this.visibleByUuidNow = prepareReadNow(db, 1, byUuid);
+    this.visibleByIdNow = prepareReadNow(db, 1, byId);
     // By primary key alone, visibility checked by the caller: a condition on state would lead the
     // planner to the state index and a sort of every visible entry for each page.
     this.afterId = prepareQuery(db, 2, (db, id: number, limit: number) =>
       db.selectFrom('entries').select(['id', 'uuid', 'text', 'created_at', 'state']).where('id', '>', id).orderBy('id').limit(limit),
     );
+    // Within one block of ids by the primary key: the state tested as an expression, which no index
+    // serves, so that no planner walks the state index instead (every visible entry, then a sort).
+    const nth = (db: Kysely<DB>, from: number, to: number, n: number) =>
+      db
+        .selectFrom('entries')
+        .select(['id', 'uuid', 'text', 'created_at'])
+        .where('id', '>=', from)
+        .where('id', '<', to)
+        .where(sql<boolean>`state || '' = 'visible'`)
+        .orderBy('id')
+        .limit(1)
+        .offset(n);
+    this.nthVisible = prepareQuery(db, 3, nth);
+    this.nthVisibleNow = prepareReadNow(db, 3, nth);
   }
 
   /** findVisible returns the visible entry with this (lower-case) uuid, or null. */
@@ -78,32 +125,88 @@ export class EntryStore {
     return row ? toEntryRecord(row) : null;
   }
 
+  /** findStored returns the visible entry with this (lower-case) uuid and its id, or null. */
+  async findStored(uuid: string): Promise<StoredEntry | null> {
+    const [row] = await this.visibleByUuid(this.db, uuid);
+    return row ? toStored(row) : null;
+  }
+
+  /** findById returns the visible entry with this id, or null: one primary-key read. */
+  async findById(id: number): Promise<StoredEntry | null> {
+    const [row] = await this.visibleById(this.db, id);
+    return row ? toStored(row) : null;
+  }
+
+  /** readsNow tells whether the *Now reads may answer (an engine that answers in-process). */
+  get readsNow(): boolean {
+    return this.readNow !== undefined;
+  }
+
   /**
-   * random returns a visible entry chosen uniformly, or null when there is none. It picks from the
-   * cached ids of visible entries (one array index, one primary-key lookup), so its cost does not
-   * grow with the database; an id whose entry was hidden or deleted meanwhile is re-drawn.
+   * findStoredNow is findStored answered at once: the entry, null when there is none, or undefined
+   * when it cannot be read now (another engine, a transaction open on the connection).
    */
-  async random(pick: (length: number) => number): Promise<EntryRecord | null> {
-    for (let attempt = 0; attempt < RANDOM_ATTEMPTS; attempt++) {
-      const ids = await this.cache.get('visible-ids', () => this.visibleIds());
-      if (ids.length === 0) return null;
-      const [row] = await this.visibleById(this.db, ids[pick(ids.length)]!);
-      if (row) return toEntryRecord(row);
-      this.cache.invalidate();
+  findStoredNow(uuid: string): StoredEntry | null | undefined {
+    return this.readNow === undefined ? undefined : oneStored(this.visibleByUuidNow(this.readNow, uuid));
+  }
+
+  /** findByIdNow is findById answered at once, or undefined when it cannot be (as findStoredNow). */
+  findByIdNow(id: number): StoredEntry | null | undefined {
+    return this.readNow === undefined ? undefined : oneStored(this.visibleByIdNow(this.readNow, id));
+  }
+
+  /** nthInBlockNow is nthInBlock answered at once, or undefined when it cannot be (as findStoredNow). */
+  nthInBlockNow(block: number, n: number): StoredEntry | null | undefined {
+    return this.readNow === undefined ? undefined : oneStored(this.nthVisibleNow(this.readNow, block * COUNT_BLOCK, (block + 1) * COUNT_BLOCK, n));
+  }
+
+  /** findStoredMany returns the visible entries among these uuids (at most a few hundred), in no order. */
+  async findStoredMany(uuids: readonly string[]): Promise<StoredEntry[]> {
+    if (uuids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('entries')
+      .select(['id', 'uuid', 'text', 'created_at'])
+      .where('state', '=', 'visible')
+      .where('uuid', 'in', uuids)
+      .execute();
+    return rows.map(toStored);
+  }
+
+  /**
+   * nthInBlock returns the `n`th (from 0) visible entry of block `block` (ids from block ×
+   * COUNT_BLOCK), or null when it has fewer: at most COUNT_BLOCK rows walked by the primary key.
+   */
+  async nthInBlock(block: number, n: number): Promise<StoredEntry | null> {
+    const [row] = await this.nthVisible(this.db, block * COUNT_BLOCK, (block + 1) * COUNT_BLOCK, n);
+    return row ? toStored(row) : null;
+  }
+
+  /**
+   * visibleBlocks reads the count of visible entries per block of ids (kept by triggers, migration
+   * 0007): one row per COUNT_BLOCK ids in use, whatever the number of entries in each.
+   */
+  async visibleBlocks(): Promise<VisibleBlocks> {
+    const rows = await this.db.selectFrom('entry_counts').select(['block', 'visible']).where('visible', '>', 0).orderBy('block').execute();
+    const blocks = new Float64Array(rows.length);
+    const ends = new Float64Array(rows.length);
+    let total = 0;
+    for (let i = 0; i < rows.length; i++) {
+      blocks[i] = Number(rows[i]!.block);
+      total += Number(rows[i]!.visible);
+      ends[i] = total;
     }
-    return null;
+    return { blocks, ends, total };
   }
 
   /**
    * page reads up to `limit` entries with an id above `afterId`, in id order: the next id to read
-   * after, and the visible ones among them. The entry cache is built from these pages; `next` is
-   * null after the last.
+   * after, and the visible ones among them; `next` is null after the last.
    */
-  async page(afterId: number, limit: number): Promise<{ next: number | null; visible: EntryRecord[] }> {
+  async page(afterId: number, limit: number): Promise<{ next: number | null; visible: StoredEntry[] }> {
     const rows = await this.afterId(this.db, afterId, limit);
-    const visible: EntryRecord[] = [];
-    for (const row of rows) if (row.state === 'visible') visible.push(toEntryRecord(row));
-    return { next: rows.length < limit ? null : rows[rows.length - 1]!.id, visible };
+    const visible: StoredEntry[] = [];
+    for (const row of rows) if (row.state === 'visible') visible.push(toStored(row));
+    return { next: rows.length < limit ? null : Number(rows[rows.length - 1]!.id), visible };
   }
 
   /** readRevision reads the current revision from the database, past every cache. */
@@ -111,21 +214,16 @@ export class EntryStore {
     return readRevision(this.db);
   }
 
-  private async visibleIds(): Promise<Float64Array> {
-    const rows = await this.db.selectFrom('entries').select('id').where('state', '=', 'visible').execute();
-    const ids = new Float64Array(rows.length);
-    for (let i = 0; i < rows.length; i++) ids[i] = rows[i]!.id;
-    return ids;
-  }
-
-  /** status summarises the visible entries, with the current revision. */
+  /**
+   * status summarises the visible entries, with the current revision: the count from the counts per
+   * block (never a count of the entries), the latest from the state index.
+   */
   async status(): Promise<DatabaseStatus> {
     return this.cache.get('status', async () => {
       const revision = await this.cache.current();
       const { count } = await this.db
-        .selectFrom('entries')
-        .select((eb) => eb.fn.countAll<number | string>().as('count'))
-        .where('state', '=', 'visible')
+        .selectFrom('entry_counts')
+        .select((eb) => eb.fn.sum<number | string | null>('visible').as('count'))
         .executeTakeFirstOrThrow();
       const latest = await this.db
         .selectFrom('entries')
@@ -136,12 +234,17 @@ export class EntryStore {
         .limit(1)
         .executeTakeFirst();
       return {
-        count: Number(count),
+        count: Number(count ?? 0),
         latest_timestamp: latest ? Number(latest.created_at) : null,
         latest_uuid: latest?.uuid ?? null,
         revision,
       };
     });
+  }
+
+  /** isEmpty tells whether no entry is stored, visible or not, without counting them. */
+  async isEmpty(): Promise<boolean> {
+    return (await this.db.selectFrom('entries').select('id').limit(1).executeTakeFirst()) === undefined;
   }
 
   /** countAll counts every stored entry, visible or not. */

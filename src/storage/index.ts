@@ -37,7 +37,7 @@ export function createStorage(database: Database, options: StorageOptions = {}):
   return {
     database,
     cache,
-    entries: new EntryStore(database.db, cache, database.quirks),
+    entries: new EntryStore(database.db, cache, database.quirks, database.readNow),
     entryQuery: new EntryQuery(database.db, database.quirks),
     variables: new VariableStore(database.db, cache),
     emojis: new EmojiStore(database.db, cache),

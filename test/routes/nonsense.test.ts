@@ -1,5 +1,8 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+import { runCommand } from '../process-helper.ts';
 
 const plain = entry('A plain entry about socks.', 1_700_000_100, 'aaaaaaaa-0000-4000-8000-000000000001');
 const withServer = entry('The $ANIMAL$ ate the $ANIMAL$.', 1_700_000_200, 'aaaaaaaa-0000-4000-8000-000000000002');
@@ -191,6 +194,33 @@ describe('answers from the entry snapshot', () => {
     for (let i = 0; i < 200; i++) expect((await t.app.inject('/api/v1/nonsense/random')).json().uuid).not.toBe(plain.uuid);
     await setState(t.storage, plain.uuid, 'visible');
     expect((await t.app.inject(`/api/v1/nonsense/${plain.uuid}`)).statusCode).toBe(200);
+  });
+});
+
+describe('the status and random with another process writing', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ entries: [entry('Here first.'), entry('Here second.')], revisionMaxAgeMs: 100 });
+  });
+  afterAll(() => t.close());
+
+  it('count and pick what a command-line import adds', async () => {
+    const status = async () => (await t.app.inject('/api/v1/nonsense/status')).json() as { count: number };
+    expect((await status()).count).toBe(2);
+    // The whole cache is held: the import must reach it through the change log.
+    await expect.poll(async () => {
+      await t.app.inject('/api/v1/nonsense/random');
+      return t.app.entryService.stats().complete;
+    }, { timeout: 10_000, interval: 50 }).toBe(true);
+    const file = path.join(t.dir, 'more.csv');
+    fs.writeFileSync(file, 'nonsense\nImported one.\nImported two.\nImported three.\n');
+    const target = t.config.database;
+    const env = { DATABASE_URL: target.engine === 'sqlite' ? target.file : target.url };
+    expect((await runCommand(['import', file], env)).stdout).toMatch(/3 added/);
+    await expect.poll(async () => (await status()).count, { timeout: 5000, interval: 50 }).toBe(5);
+    const seen = new Set<string>();
+    for (let i = 0; i < 200; i++) seen.add((await t.app.inject('/api/v1/nonsense/random')).json().nonsense);
+    expect([...seen].sort()).toEqual(['Here first.', 'Here second.', 'Imported one.', 'Imported three.', 'Imported two.']);
   });
 });
 

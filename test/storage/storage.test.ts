@@ -3,8 +3,19 @@ import { openDatabase } from '../../src/db/database.ts';
 import { DEMO_DIR, loadDemo } from '../../src/demo/load-demo.ts';
 import { isMultiline } from '../../src/domain/text.ts';
 import { CLIENT_VARIABLES, seededPick } from '../../src/domain/variables.ts';
-import { createStorage } from '../../src/storage/index.ts';
+import { EntryService } from '../../src/services/entries/index.ts';
+import { createStorage, type Storage } from '../../src/storage/index.ts';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+
+/** A random pick through the entry service, with the default cache or none (every pick by the database's counts). */
+const services = new WeakMap<Storage, Map<number, EntryService>>();
+function randomOf(storage: Storage, pick: (length: number) => number, cacheBytes = 64 * 1024 * 1024) {
+  let byBudget = services.get(storage);
+  if (byBudget === undefined) services.set(storage, (byBudget = new Map()));
+  let service = byBudget.get(cacheBytes);
+  if (service === undefined) byBudget.set(cacheBytes, (service = new EntryService(storage, { cacheBytes })));
+  return service.randomEntry(pick);
+}
 
 describe('demo data', () => {
   let t: TestContext;
@@ -67,31 +78,40 @@ describe('entry storage', () => {
   it('never picks a hidden entry, even from a stale cache', async () => {
     const victim = entry('About to be hidden.');
     await t.storage.entries.insertEntries([victim]);
-    await t.storage.entries.random(seededPick('warm the cache'));
+    await randomOf(t.storage, seededPick('warm the cache'));
     // Hide it behind the cache's back: a second connection, so this process's cache is not told.
     const other = await openDatabase(t.config.database);
     await setState(createStorage(other), victim.uuid, 'hidden');
     await other.close();
     const pick = seededPick('stale');
-    for (let i = 0; i < 200; i++) expect((await t.storage.entries.random(pick))?.uuid).not.toBe(victim.uuid);
+    for (let i = 0; i < 200; i++) {
+      expect((await randomOf(t.storage, pick))?.uuid).not.toBe(victim.uuid);
+      expect((await randomOf(t.storage, pick, 0))?.uuid).not.toBe(victim.uuid);
+    }
   });
 
   it('picks uniformly from a larger set with constant work per pick', async () => {
+    const cacheBytes = 64 * 1024 * 1024;
     const many = Array.from({ length: 2000 }, (_, i) => entry(`Bulk entry number ${i}`));
     await t.storage.entries.insertEntries(many);
+    // Some hidden, and some deleted: the ids in use have gaps.
+    for (const gone of many.slice(0, 300)) await t.storage.entries.update(gone.uuid, { state: 'hidden' }, 'test');
+    for (const gone of many.slice(300, 600)) await t.storage.entries.remove(gone.uuid, 'test');
     const total = (await t.storage.entries.status()).count;
     const pick = seededPick('uniform');
     const hits = new Map<string, number>();
     const draws = total * 10;
     for (let i = 0; i < draws; i++) {
-      const uuid = (await t.storage.entries.random(pick))!.uuid;
+      const uuid = (await randomOf(t.storage, pick, cacheBytes))!.uuid;
       hits.set(uuid, (hits.get(uuid) ?? 0) + 1);
     }
-    // Chi-square against the uniform distribution; with ~2000 degrees of freedom, 2400 is far in the tail.
+    // Chi-square against the uniform distribution: mean `total`, six standard deviations above is far in the tail.
     let chi = 0;
     for (const count of hits.values()) chi += (count - 10) ** 2 / 10;
     chi += (total - hits.size) * 10;
-    expect(chi).toBeLessThan(2400);
+    expect(chi).toBeLessThan(total + 6 * Math.sqrt(2 * total));
+    // Nothing hidden or deleted was picked.
+    for (const gone of many.slice(0, 600)) expect(hits.has(gone.uuid)).toBe(false);
   }, 60_000);
 });
 
@@ -106,7 +126,7 @@ describe('two instances on one database', () => {
       await a.storage.entries.insertEntries([victim, bystander]);
       await new Promise((resolve) => setTimeout(resolve, 1100));
       expect((await b.entries.status()).count).toBe(2);
-      await b.entries.random(seededPick('warm'));
+      await randomOf(b, seededPick('warm'));
 
       await a.storage.entries.update(victim.uuid, { state: 'hidden' }, 'test');
       await a.storage.variables.put({ name: '$SHARED$', description: 'Shared.', values: ['yes'] }, 'test');
@@ -114,7 +134,7 @@ describe('two instances on one database', () => {
       expect((await b.entries.status()).count).toBe(1);
       expect((await b.variables.values()).get('$SHARED$')).toEqual(['yes']);
       const pick = seededPick('after');
-      for (let i = 0; i < 100; i++) expect((await b.entries.random(pick))?.uuid).toBe(bystander.uuid);
+      for (let i = 0; i < 100; i++) expect((await randomOf(b, pick))?.uuid).toBe(bystander.uuid);
       expect(await b.entries.findVisible(victim.uuid)).toBeNull();
     } finally {
       await other.close();

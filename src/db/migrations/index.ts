@@ -10,7 +10,8 @@ import * as m0003 from './0003-moderation.ts';
 import * as m0004 from './0004-long-text-keys.ts';
 import * as m0005 from './0005-galaxy.ts';
 import * as m0006 from './0006-changes.ts';
-import * as m0009 from './0009-galaxy-answers.ts';
+import * as m0007 from './0007-entry-counts.ts';
+import * as m0008 from './0008-galaxy-answers.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -19,7 +20,8 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0004-long-text-keys': m0004,
   '0005-galaxy': m0005,
   '0006-changes': m0006,
-  '0009-galaxy-answers': m0009,
+  '0007-entry-counts': m0007,
+  '0008-galaxy-answers': m0008,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -56,8 +56,8 @@ export default shareImageRoutes;
  * GET that usually follows finds it, so a HEAD and its GET cost one render.
  */
 async function sendShareImage(request: FastifyRequest, reply: FastifyReply, uuid: string): Promise<FastifyReply> {
-  const { storage, cards } = request.server;
-  const entry = await storage.entries.findVisible(uuid);
+  const { storage, cards, entryService } = request.server;
+  const entry = await entryService.findEntry(uuid);
   if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
   const card = await cards.describe(storage, entry);
   if (notModified(request, reply, strongTag(card.key.slice(0, 32)), SHARE_IMAGE_CACHE_CONTROL)) return reply;

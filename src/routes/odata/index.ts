@@ -51,7 +51,7 @@ const METADATA = metadataDocument();
 const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
   const pageSize = options.pageSize ?? ODATA_PAGE_SIZE;
   const timeLimitMs = options.timeLimitMs ?? TIME_LIMIT_MS;
-  const { entries, entryQuery, variables, cache } = app.storage;
+  const { entryQuery, variables, cache } = app.storage;
   const prefix = app.prefix;
   // Registered on its own (a tool, a test), the interface reads on the event loop and charges no one.
   const readWorkers = app.hasDecorator('readWorkers') ? app.readWorkers : null;
@@ -128,7 +128,7 @@ const odataRoutes: FastifyPluginAsync<ODataOptions> = async (app, options) => {
         return reply.type(METADATA_CONTENT_TYPE).send(METADATA);
       case 'entity': {
         fairShare.checkODataTime(request);
-        const entry = await entries.findVisible(resource.uuid);
+        const entry = await app.entryService.findEntry(resource.uuid);
         if (entry === null) throw new ODataRequestError(`There is no entity ${ENTITY_SET}(guid'${resource.uuid}').`, 404);
         if (await revalidate(request, reply, format)) return reply;
         const entity = toODataEntity(entry, await variables.values());

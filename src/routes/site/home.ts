@@ -12,11 +12,12 @@ import { page, sendPage } from '../../web/layout.ts';
 import { absoluteBase } from '../../plugins/links.ts';
 
 const homeRoutes: FastifyPluginAsync = async (app) => {
-  const { entries, variables } = app.storage;
+  const { variables } = app.storage;
+  const reader = app.entryService;
   const { appName } = app.config;
 
   app.get('/', { schema: { hide: true } }, async (request, reply) => {
-    const entry = await entries.random(mathRandomPick);
+    const entry = await reader.randomEntry(mathRandomPick);
     let main;
     if (entry === null) {
       main = html`<section class="empty" aria-labelledby="empty-title">

@@ -65,7 +65,7 @@ const sharePageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/nonsense/:id', { schema: { hide: true, params: PageParams } }, async (request, reply) => {
     const uuid = parseUuid(request.params.id);
     if (uuid === null) throw badRequest(`"${request.params.id.slice(0, 60)}" is not a UUID; expected the form 6f1c2a0e-8a4b-4c1e-9f57-2f3b9d0c1a11.`);
-    const entry = await app.storage.entries.findVisible(uuid);
+    const entry = await app.entryService.findEntry(uuid);
     if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
     const card = await app.cards.describe(app.storage, entry);
     const html = sharePage({

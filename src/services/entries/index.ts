@@ -1,0 +1,368 @@
+/**
+ * The entry service: every public read of one entry (the JSON API and its fast lane, the site's home
+ * and share page, the share cards, OData's single entities) and the status go through it, built once
+ * at start.
+ *
+ * - One random: a pick uniform over the visible entries whose cost does not grow with their number.
+ *   The visible entries are counted per block of ids by the database itself (storage/entries.ts,
+ *   `visibleBlocks`); a pick draws one of them, finds its block by the counts, then draws ids within
+ *   the block until one is visible (rejection within a block stays uniform), and after a few misses
+ *   takes the drawn entry's place in the block from one read of the block's ids. Nothing reads or
+ *   holds every id (docs/decisions.md, "The random pick").
+ * - One cache (hot-cache.ts) of prepared JSON within ENTRY_CACHE_BYTES: filled in the background a
+ *   page of ids at a time, then keeping the entries asked for by UUID again and again (a clock).
+ *   When every visible entry fits it is complete, and random and by-UUID answer from memory alone.
+ * - Kept current from the change log (storage/changes.ts): when the revision moves, the changes since
+ *   the last one applied are read and applied to the cache (what went is dropped, what came or changed
+ *   is read again), so that a hidden entry is never served once the revision that hid it is seen.
+ *   A change of the server variables (every prepared body may change), a gap in the log, or more
+ *   changes than MAX_APPLIED at once start the cache again, empty, refilled in the background.
+ */
+import type { EntryRecord } from '../../domain/records.ts';
+import { isAscii } from '../../domain/text.ts';
+import type { PickIndex } from '../../domain/variables.ts';
+import { entryJsonEncoder, entryRecordOf, type EntryJson, type EntryJsonTemplate } from '../../formats/entry.ts';
+import { watchCache } from '../../metrics/registry.ts';
+import { ChangeStore, logsChanges } from '../../storage/changes.ts';
+import { COUNT_BLOCK, type DatabaseStatus, type StoredEntry, type VisibleBlocks } from '../../storage/entries.ts';
+import type { Storage } from '../../storage/index.ts';
+import { HotCache } from './hot-cache.ts';
+
+export interface EntryServiceOptions {
+  /** The cache's byte budget (ENTRY_CACHE_BYTES); 0 keeps nothing and always asks the database. */
+  cacheBytes: number;
+}
+
+/** An entry ready to send: its prepared JSON and, when all ASCII, the body's length in bytes. */
+export interface ReadyEntry {
+  readonly json: EntryJson;
+  readonly asciiBytes: number | undefined;
+}
+
+/** A random pick under way: the entry number drawn, its block, and the first id drawn within it. */
+export interface Draw {
+  readonly block: number;
+  /** The drawn entry's place among the block's visible entries. */
+  readonly nth: number;
+  /** The block's visible entries. */
+  readonly visible: number;
+  readonly id: number;
+}
+
+/** Rows read and prepared per step of the background fill: about a millisecond each. */
+const FILL_PAGE = 256;
+/** Changes applied to the cache at once; more and it starts again (an import, a restore). */
+const MAX_APPLIED = 1000;
+/** Entries read again at once when they came or changed. */
+const REREAD_CHUNK = 200;
+/** Ids drawn within a block before the drawn entry is found by its place. */
+const TRIES_IN_BLOCK = 8;
+/** A block with fewer than one visible entry in this many ids is read at once, without drawing ids. */
+const SPARSE = 16;
+/** Fresh draws when the counts were behind the entries (a change landed between the two reads). */
+const ROUNDS = 3;
+
+interface View {
+  readonly revision: number;
+  readonly encode: (entry: EntryRecord) => EntryJson;
+  /** The counts per block of this revision, read on the first pick that needs them. */
+  blocks: VisibleBlocks | null;
+  loading: Promise<VisibleBlocks> | null;
+}
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+export class EntryService {
+  private readonly hot: HotCache;
+  private readonly changes: ChangeStore;
+  private view: View | null = null;
+  private syncing: Promise<View> | null = null;
+  /** Grows when the cache starts again: a fill of an older generation stops. */
+  private generation = 0;
+  private filling = false;
+  /** The uuids a sync changed while a page of the fill was being read: that page's copy is older. */
+  private touched: Set<string> | null = null;
+  private closed = false;
+  private readonly unwatch: () => void;
+
+  constructor(
+    private readonly storage: Storage,
+    options: EntryServiceOptions,
+  ) {
+    this.hot = new HotCache(options.cacheBytes, (template) => (template as EntryJsonTemplate).size());
+    this.changes = new ChangeStore(storage.database.db);
+    this.unwatch = watchCache('entry_snapshot', () => ({ bytes: this.hot.bytes, items: this.hot.size }));
+  }
+
+  /** warm brings the service to the current revision and starts filling the cache, without waiting. */
+  warm(): void {
+    this.current().catch(() => {});
+  }
+
+  // The answers from memory alone, for the fast lane: undefined leaves the request to the routes.
+
+  /** revisionNow is the revision the service answers at, when it is known to be current without waiting. */
+  revisionNow(): number | undefined {
+    return this.viewNow()?.revision;
+  }
+
+  /**
+   * randomNow is a random entry from memory; or, when the pick drew an entry the cache does not hold,
+   * the draw, which `random` continues (a fresh pick instead would favour the entries held); or
+   * undefined when nothing is known yet.
+   */
+  randomNow(pick: PickIndex): ReadyEntry | Draw | undefined {
+    const view = this.viewNow();
+    if (view === null) return undefined;
+    if (this.hot.complete) return this.hot.size === 0 ? undefined : this.hot.at(pick(this.hot.size));
+    if (view.blocks === null || view.blocks.total === 0) return undefined;
+    const draw = drawFrom(view.blocks, pick);
+    return this.hot.findId(draw.id) ?? (this.storage.entries.readsNow ? this.inBlockNow(view, draw, pick) : draw);
+  }
+
+  /**
+   * findNow is the visible entry with this lower-case uuid from memory, or read at once where the
+   * engine answers in-process; undefined when it is not found that way (the routes then answer).
+   */
+  findNow(uuid: string): ReadyEntry | undefined {
+    const view = this.viewNow();
+    if (view === null) return undefined;
+    const cached = this.hot.find(uuid);
+    if (cached !== undefined || this.hot.complete) return cached;
+    const stored = this.storage.entries.findStoredNow(uuid);
+    return stored === null || stored === undefined ? undefined : this.admit(view, stored);
+  }
+
+  // The answers that may ask the database.
+
+  /** random is a visible entry picked uniformly, or null when there is none; `drawn` continues a draw of randomNow's. */
+  async random(pick: PickIndex, drawn?: Draw): Promise<ReadyEntry | null> {
+    const view = await this.current();
+    if (this.hot.complete) return this.hot.size === 0 ? null : this.hot.at(pick(this.hot.size));
+    const blocks = await this.blocksOf(view);
+    for (let round = 0; round < ROUNDS && blocks.total > 0; round++) {
+      const found = await this.inBlock(view, drawn ?? drawFrom(blocks, pick), pick);
+      if (found !== null) return found;
+      drawn = undefined;
+    }
+    return null;
+  }
+
+  /** find is the visible entry with this lower-case uuid and the revision it is of, or null. */
+  async find(uuid: string): Promise<{ entry: ReadyEntry; revision: number } | null> {
+    const view = await this.current();
+    const cached = this.hot.find(uuid);
+    if (cached !== undefined) return { entry: cached, revision: view.revision };
+    if (this.hot.complete) return null;
+    const stored = await this.storage.entries.findStored(uuid);
+    if (stored === null) return null;
+    return { entry: this.admit(view, stored), revision: view.revision };
+  }
+
+  /** randomEntry is a visible entry picked uniformly, as stored, or null. */
+  async randomEntry(pick: PickIndex): Promise<EntryRecord | null> {
+    const found = await this.random(pick);
+    return found === null ? null : entryRecordOf(found.json);
+  }
+
+  /** findEntry is the visible entry with this lower-case uuid, as stored, or null. */
+  async findEntry(uuid: string): Promise<EntryRecord | null> {
+    const found = await this.find(uuid);
+    return found === null ? null : entryRecordOf(found.entry.json);
+  }
+
+  /** status summarises the visible entries at the current revision. */
+  status(): Promise<DatabaseStatus> {
+    return this.storage.entries.status();
+  }
+
+  stats(): { bytes: number; entries: number; complete: boolean } {
+    return { bytes: this.hot.bytes, entries: this.hot.size, complete: this.hot.complete };
+  }
+
+  /** close lets the cache go and stops the fill. */
+  close(): void {
+    this.closed = true;
+    this.generation++;
+    this.hot.clear();
+    this.unwatch();
+  }
+
+  private viewNow(): View | null {
+    const revision = this.storage.cache.peek();
+    const view = this.view;
+    if (revision !== null && view !== null && view.revision === revision) return view;
+    // The revision is due to be read again, or read and not caught up with: both for the next request.
+    this.warm();
+    return null;
+  }
+
+  /** inBlock finds the drawn entry, or another uniformly drawn within its block; null when the block had fewer than counted. */
+  private async inBlock(view: View, draw: Draw, pick: PickIndex): Promise<ReadyEntry | null> {
+    // In a block mostly of hidden or deleted ids, drawing ids would rarely find one: read it at once.
+    const tries = draw.visible * SPARSE < COUNT_BLOCK ? 0 : TRIES_IN_BLOCK;
+    for (let attempt = 0; attempt < tries; attempt++) {
+      const id = attempt === 0 ? draw.id : draw.block * COUNT_BLOCK + pick(COUNT_BLOCK);
+      const cached = this.hot.findId(id);
+      if (cached !== undefined) return cached;
+      const stored = await this.storage.entries.findById(id);
+      // A random pick is no sign of heat: it is not kept.
+      if (stored !== null) return ready(view.encode(stored));
+    }
+    const stored = await this.storage.entries.nthInBlock(draw.block, draw.nth);
+    return stored === null ? null : ready(view.encode(stored));
+  }
+
+  /** inBlockNow is inBlock read at once; the draw itself when a read cannot be made now, for `random` to continue. */
+  private inBlockNow(view: View, draw: Draw, pick: PickIndex): ReadyEntry | Draw {
+    const entries = this.storage.entries;
+    const tries = draw.visible * SPARSE < COUNT_BLOCK ? 0 : TRIES_IN_BLOCK;
+    for (let attempt = 0; attempt < tries; attempt++) {
+      const id = attempt === 0 ? draw.id : draw.block * COUNT_BLOCK + pick(COUNT_BLOCK);
+      const cached = this.hot.findId(id);
+      if (cached !== undefined) return cached;
+      const stored = entries.findByIdNow(id);
+      if (stored === undefined) return draw;
+      if (stored !== null) return ready(view.encode(stored));
+    }
+    const stored = entries.nthInBlockNow(draw.block, draw.nth);
+    // Fewer than counted (a change between the counts and now): the routes draw again.
+    return stored === undefined || stored === null ? draw : ready(view.encode(stored));
+  }
+
+  /** admit keeps an entry read by UUID, unless a change came in while it was read. */
+  private admit(view: View, stored: StoredEntry): ReadyEntry {
+    const json = view.encode(stored);
+    const entry = this.hot.weigh(stored.id, stored.uuid, json);
+    if (entry === null) return ready(json);
+    entry.used = true;
+    if (this.view === view && !this.closed) this.hot.put(entry);
+    return entry;
+  }
+
+  private blocksOf(view: View): Promise<VisibleBlocks> {
+    if (view.blocks !== null) return Promise.resolve(view.blocks);
+    view.loading ??= this.storage.entries.visibleBlocks().then(
+      (blocks) => (view.blocks = blocks),
+      (error: unknown) => {
+        view.loading = null;
+        throw error;
+      },
+    );
+    return view.loading;
+  }
+
+  /** current is the view of the current revision, once the cache has caught up with it. */
+  private async current(): Promise<View> {
+    const revision = await this.storage.cache.current();
+    const view = this.view;
+    if (view !== null && view.revision === revision) return view;
+    this.syncing ??= this.sync().finally(() => (this.syncing = null));
+    return this.syncing;
+  }
+
+  private async sync(): Promise<View> {
+    for (;;) {
+      const revision = await this.storage.cache.current();
+      const view = this.view;
+      if (view !== null && view.revision === revision) return view;
+      const encode = entryJsonEncoder(await this.storage.variables.values());
+      const applied = view !== null && revision > view.revision && (await this.apply(view.revision, encode));
+      if (!applied) this.restart();
+      // A fresh object: a read begun under the old view does not fill the cache (admit).
+      this.view = { revision, encode, blocks: null, loading: null };
+      if (!applied) void this.fill(this.generation);
+    }
+  }
+
+  /** apply brings the cache from revision `from` by the change log; false when it cannot. */
+  private async apply(from: number, encode: (entry: EntryRecord) => EntryJson): Promise<boolean> {
+    if (!logsChanges(this.storage.database.db) || (await this.changes.floor()) > from) return false;
+    const changes = await this.changes.after(from, MAX_APPLIED + 1);
+    if (changes.length > MAX_APPLIED || changes.some((change) => change.type.startsWith('variable.'))) return false;
+    const again = new Set<string>();
+    for (const change of changes) {
+      if (!change.type.startsWith('entry.')) continue;
+      this.hot.remove(change.key);
+      this.touched?.add(change.key);
+      if (change.type === 'entry.hidden' || change.type === 'entry.deleted') again.delete(change.key);
+      else again.add(change.key);
+    }
+    // A complete cache (or one being filled) stays so only with what came; else they come back when asked for.
+    if (!this.hot.complete && !this.filling) return true;
+    const uuids = [...again];
+    for (let i = 0; i < uuids.length; i += REREAD_CHUNK) {
+      for (const stored of await this.storage.entries.findStoredMany(uuids.slice(i, i + REREAD_CHUNK))) {
+        const entry = this.hot.weigh(stored.id, stored.uuid, encode(stored));
+        if (entry === null) this.hot.complete = false;
+        else this.hot.put(entry);
+      }
+    }
+    return true;
+  }
+
+  /** restart lets the cache go: the next fill starts from the first id. */
+  private restart(): void {
+    this.generation++;
+    this.hot.clear();
+    this.filling = false;
+  }
+
+  /**
+   * fill reads the visible entries a page of ids at a time, yielding between pages, until the budget
+   * is full (the cache then keeps what is asked for) or every entry is held (then it is complete).
+   */
+  private async fill(generation: number): Promise<void> {
+    if (this.hot.budget === 0) return;
+    this.filling = true;
+    const current = () => generation === this.generation && !this.closed;
+    try {
+      for (let after = 0; ; ) {
+        await yieldToEventLoop();
+        if (!current()) return;
+        const touched = (this.touched = new Set());
+        const { next, visible } = await this.storage.entries.page(after, FILL_PAGE);
+        // A newer fill may have begun meanwhile: its set stays.
+        if (this.touched === touched) this.touched = null;
+        const view = this.view;
+        if (!current() || view === null) return;
+        for (const stored of visible) {
+          if (touched.has(stored.uuid) || this.hot.findId(stored.id) !== undefined) continue;
+          const entry = this.hot.weigh(stored.id, stored.uuid, view.encode(stored));
+          if (entry === null || !this.hot.fits(entry.bytes)) return;
+          this.hot.put(entry);
+        }
+        if (next === null) {
+          this.hot.complete = true;
+          return;
+        }
+        after = next;
+      }
+    } catch {
+      // The database failed: the cache holds what it has, and the next restart fills it again.
+    } finally {
+      if (generation === this.generation) this.filling = false;
+    }
+  }
+}
+
+/** drawFrom draws one of the counted entries: its block by the counts, then an id within the block. */
+function drawFrom(blocks: VisibleBlocks, pick: PickIndex): Draw {
+  const k = pick(blocks.total);
+  const ends = blocks.ends;
+  // The first block whose running count passes k.
+  let low = 0;
+  let high = ends.length - 1;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (ends[middle]! > k) high = middle;
+    else low = middle + 1;
+  }
+  const block = blocks.blocks[low]!;
+  const before = low === 0 ? 0 : ends[low - 1]!;
+  return { block, nth: k - before, visible: ends[low]! - before, id: block * COUNT_BLOCK + pick(COUNT_BLOCK) };
+}
+
+function ready(json: EntryJson): ReadyEntry {
+  return { json, asciiBytes: typeof json === 'string' && isAscii(json) ? json.length : undefined };
+}
