@@ -5,8 +5,8 @@
  * of each pair), the first status after a change, and the event loop's longest hold during admin
  * writes, as a probe process one request at a time sees it (bench/latency-probe.ts).
  *
- *   node --import tsx bench/entry-reads.ts
- *   ENTRY_READS_ENTRIES=100000 ENTRY_READS_SECONDS=5 ENTRY_READS_FILE=/tmp/reads.db node --import tsx bench/entry-reads.ts
+ *   npm run bench:entries
+ *   ENTRY_READS_ENTRIES=100000 ENTRY_READS_SECONDS=5 ENTRY_READS_FILE=/tmp/reads.db npm run bench:entries
  *
  * ENTRY_READS_FILE keeps the seeded database for the next run (seeding a million takes about a minute).
  */

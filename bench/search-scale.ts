@@ -5,8 +5,8 @@
  * exports. Entries are generated in the database (texts of about 110 characters from a vocabulary,
  * timestamps over five years, 1 % hidden).
  *
- *   node scripts/build.js && node --import tsx bench/search-scale.ts
- *   SEARCH_ENTRIES=5000000 SEARCH_KEEP=1 node --import tsx bench/search-scale.ts
+ *   npm run bench:search
+ *   SEARCH_ENTRIES=5000000 SEARCH_KEEP=1 npm run bench:search
  *   SEARCH_BASE=/path/to/other/checkout node --import tsx bench/search-scale.ts   # A/B, interleaved
  *   SEARCH_ENGINE=postgres node --import tsx bench/search-scale.ts                # TEST_POSTGRES_URL's server
  *

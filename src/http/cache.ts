@@ -119,3 +119,13 @@ export function strongTag(id: string): string {
 export function contentTag(body: string | Buffer): string {
   return strongTag(createHash('sha256').update(body).digest('hex').slice(0, 32));
 }
+
+/**
+ * weakContentTag is the weak ETag of an answer's content given as `parts` (what it says, not its
+ * bytes: the body is serialised after the tag is made).
+ */
+export function weakContentTag(...parts: string[]): string {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part).update('\0');
+  return `W/"c${hash.digest('hex').slice(0, 32)}"`;
+}

@@ -8,9 +8,8 @@
  * The two families render their own text, in the format prom-client writes for a histogram and a
  * counter: each series keeps its sample names and labels written out once, so a scrape is one string
  * per sample. Through prom-client's registry a scrape built a label object, two arrays and several
- * strings per sample (sixteen samples a series), 6.5 of a scrape's 7.8 ms with 60 series, in one
- * stretch of the event loop, and most of what the abuse fuzz's scrapes left for V8's old generation
- * (docs/performance.md, "Memory under abuse").
+ * strings per sample (sixteen samples a series): most of a scrape's time, in one stretch of the event
+ * loop, and most of what scrapes under load left for V8's old generation (`npm run bench:metrics`).
  */
 import client, { type Registry } from 'prom-client';
 

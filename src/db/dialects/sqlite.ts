@@ -61,7 +61,7 @@ export function openSqlite(file: string, busyTimeoutMs = 5000, createFolder = fa
     // No memory-mapped I/O: a mapped file counts in the process's RSS page by page, so one walk of a
     // large table (an OData all=true feed) grew it by up to the 256 MB mapped before; reads now go
     // through the kernel's page cache, which caches the file as well without counting against the
-    // process (docs/performance.md has the figures).
+    // process (`npm run bench:odata` bounds the growth).
     raw.pragma('mmap_size = 0');
     // The clock check of withTimeLimit: SQLite runs on this thread and cannot be interrupted, so a
     // statement with a time limit calls this every 1,024th row and the exception ends it.

@@ -60,8 +60,7 @@ const SIZES = [96, 88, 80, 72, 64, 58, 52, 47, 43, 39, 36, 33, 30, 28, 26, 24, 2
 const MEASURE_HEIGHT = 4 * CARD_HEIGHT;
 
 // libvips' operation cache keeps up to 50 MB of recent operations with their pixels for reuse; no two
-// cards share an operation (each starts from new pixels), so it only held memory: about 50 MB more
-// for a process drawing cards under load (docs/performance.md, "Memory under abuse").
+// cards share an operation (each starts from new pixels), so it would only hold memory.
 sharp.cache(false);
 
 /** PNG: zlib level 6 without adaptive filters encodes a card in about half the time, at ±5% size. */
@@ -118,8 +117,7 @@ export async function renderShareImage(input: ShareCardInput, options: RenderOpt
 /**
  * The card's pixels are composed in a buffer of 2.2 MB that the next render reuses: a new one for
  * each card was a new mapping of memory (the allocator maps blocks this large, see
- * docs/deployment.md) whose first writes page faulted: a warm render in a worker took 39–41 ms so,
- * and 23–29 ms reusing one (docs/performance.md, "Share images"). Renders that overlap
+ * docs/deployment.md) whose first writes page faulted, a large part of a warm render's time. Renders that overlap
  * (tests; a worker draws one card at a time) take a new buffer each.
  */
 let spareCanvas: Buffer | null = null;

@@ -1,9 +1,8 @@
 /** Admin: the report queue and the moderation log. */
-import { createHash } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { encodeReportCursor, parseReportCursor } from '../../domain/reports.ts';
-import { notModified } from '../../http/cache.ts';
+import { notModified, weakContentTag } from '../../http/cache.ts';
 import { nextPageLink } from '../../plugins/links.ts';
 import { badRequest, HttpProblem, notFound } from '../../http/problem.ts';
 import { DEFAULT_PAGE_SIZE, LogQuery, LogRecord, NEXT_PAGE_HEADERS, Report, ReportIdParams, ReportQuery, ReportWithEntry } from '../../schemas/admin.ts';
@@ -46,8 +45,7 @@ const moderationRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (link !== '') reply.header('link', link);
       const body = page.reports.map(apiReport);
       // Reports change no revision, so the tag is the page's content (and where the next one starts).
-      const tag = createHash('sha256').update(JSON.stringify(body)).update(link).digest('base64url').slice(0, 22);
-      if (notModified(request, reply, `W/"q${tag}"`, 'no-store')) return reply;
+      if (notModified(request, reply, weakContentTag(JSON.stringify(body), link), 'no-store')) return reply;
       return body;
     },
   );

@@ -39,7 +39,7 @@ const reportPageRoutes: FastifyPluginAsync = async (app) => {
 
   app.get('/nonsense/:id/report', { schema: { hide: true } }, async (request, reply) => {
     const uuid = uuidOf((request.params as { id: string }).id);
-    const entry = await app.storage.entries.findVisible(uuid);
+    const entry = await app.entryService.findEntry(uuid);
     if (entry === null) throw notFound(`No entry has the UUID ${uuid}.`);
     const sent = (request.query as Record<string, unknown>).sent === '1';
     const text = entryHtml(displayText(entry.text, await app.storage.variables.values(), uuid, appName), await emojiFiles(app.storage));

@@ -36,9 +36,8 @@ const CANCEL_GRACE_MS = 1000;
 export const RENDER_TIMEOUT_MS = 10_000;
 /**
  * The worker's young generation, set with the heap limit: given only the old generation's limit, V8
- * sized the young one so that a warm render took 56–59 ms against 31–45 ms with this (or no limit at
- * all), at the same number of collections (docs/performance.md, "Share images"); it also halves the
- * worker's heap (32 against 57 MB).
+ * sizes the young one so small that a warm render gets markedly slower (`npm run bench:cards`); set,
+ * it also keeps the worker's heap smaller.
  */
 const WORKER_YOUNG_GENERATION_MB = 12;
 

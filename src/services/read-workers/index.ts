@@ -43,10 +43,8 @@ const IDLE_TIMEOUT_MS = 60_000;
  * with long server variables make a JSON page of 14 MB, and writing it needs several times that
  * (test/services/read-workers.test.ts writes three in a row; with 32 MiB the worker ran out). A
  * worker going past this heap is stopped and its export aborted. A small young generation keeps the
- * thread's memory down; its collections cost the worker, not the event loop. With 4 MiB the worker
- * scavenges about 100 times a CSV export of 200,000 entries; 8 MiB made that export 6-8 % faster,
- * but the abuse benchmark's growth went from +62 to +86 and +105 MiB, over its bound of +100
- * (docs/performance.md, Export).
+ * thread's memory down; its collections cost the worker, not the event loop. A larger one makes an
+ * export a little faster but lets the process grow past the bound of `npm run bench:abuse`.
  */
 const WORKER_MAX_HEAP_MB = 128;
 const WORKER_YOUNG_GENERATION_MB = 4;

@@ -3,10 +3,9 @@
  *
  * Without it every page reached the event loop as a new buffer (about 110 KB for a page of CSV),
  * garbage once sent. V8 frees such buffers only when it collects, and it starts a collection for
- * memory outside its heap only after tens of megabytes of it, so an export of 200,000 entries left
- * up to 40 MiB of sent pages waiting, and the process grew by about 100 MiB over a few exports
- * (docs/performance.md, Export). With slots, an export needs the same few hundred kilobytes from its
- * first page to its last.
+ * memory outside its heap only after tens of megabytes of it, so sent pages piled up and the process
+ * grew over a few exports (`npm run bench:export` measures it). With slots, an export needs the same
+ * few hundred kilobytes from its first page to its last.
  *
  * The worker writes a page into a free slot (worker.ts), and the event loop sends a view of it.
  * A slot is free again once the socket has sent its page: the bytes yielded so far, less what the
