@@ -12,7 +12,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_DIR } from '../../src/demo/load-demo.ts';
 import { tempDir } from '../helper.ts';
 import { runCommand, startService } from '../process-helper.ts';
@@ -110,6 +110,12 @@ describe.skipIf(SKIP)('the web site in Chromium', () => {
     expect(created.status).toBe(201);
     hostileUuid = ((await created.json()) as { uuid: string }).uuid;
   }, 60_000);
+
+  // Each test's pages close with it: pages left open keep polling (the admin queue) and holding
+  // connections, and every page here comes from one address, which the service limits.
+  afterEach(async () => {
+    for (const context of contexts.splice(0)) await context.close().catch(() => {});
+  });
 
   afterAll(async () => {
     for (const context of contexts) await context.close().catch(() => {});
