@@ -55,7 +55,7 @@ describe('OData errors', () => {
     vi.spyOn(t.storage.entryQuery, 'list').mockImplementation(away);
     vi.spyOn(t.storage.entryQuery, 'count').mockImplementation(away);
     vi.spyOn(t.storage.entryQuery, 'listPage').mockRejectedValue(Object.assign(new Error('SQLITE_BUSY: database is locked'), { code: 'SQLITE_BUSY' }));
-    vi.spyOn(t.storage.entries, 'findVisible').mockImplementation(away);
+    vi.spyOn(t.app.entryService, 'findEntry').mockImplementation(away);
     for (const url of ['/odata/v2/nonsense_list', '/odata/v2/nonsense_list?all=true', '/odata/v2/nonsense_list/$count', `/odata/v2/nonsense_list(guid'${entries[0]!.uuid}')`]) {
       for (const format of ['atom', 'json'] as const) {
         const res = await t.app.inject(`${url}${url.includes('?') ? '&' : '?'}$format=${format}`);

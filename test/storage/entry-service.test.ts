@@ -270,7 +270,7 @@ describe('the status count', () => {
         uuid: uuidOf(n), text: `Stored before ${n}.`, text_key: `stored before ${n}.`, created_at: n, state: n % 4 === 0 ? 'hidden' : 'visible', updated_at: 0,
       }));
       for (let i = 0; i < rows.length; i += 500) await database.db.insertInto('entries').values(rows.slice(i, i + 500) as never).execute();
-      expect(await migrate(database)).toEqual(['0007-entry-counts']);
+      expect(await migrate(database)).toEqual(['0007-entry-counts', '0008-galaxy-answers']);
       const storage = createStorage(database);
       expect((await storage.entries.status()).count).toBe(6750);
       const blocks = await storage.entries.visibleBlocks();

@@ -4,6 +4,7 @@ import { DEMO_DIR, loadDemo } from '../../src/demo/load-demo.ts';
 import { isMultiline } from '../../src/domain/text.ts';
 import { CLIENT_VARIABLES, seededPick } from '../../src/domain/variables.ts';
 import { EntryService } from '../../src/services/entries/index.ts';
+import { readRevision } from '../../src/storage/revision.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
 
@@ -75,14 +76,17 @@ describe('entry storage', () => {
     }
   });
 
-  it('never picks a hidden entry, even from a stale cache', async () => {
+  it('never picks a hidden entry once the revision is read again (within a second), even from a warm cache', async () => {
     const victim = entry('About to be hidden.');
     await t.storage.entries.insertEntries([victim]);
     await randomOf(t.storage, seededPick('warm the cache'));
     // Hide it behind the cache's back: a second connection, so this process's cache is not told.
     const other = await openDatabase(t.config.database);
     await setState(createStorage(other), victim.uuid, 'hidden');
+    const hiddenAt = await readRevision(other.db);
     await other.close();
+    // Another process's change is seen once this one reads the revision again, at most a second later.
+    await expect.poll(() => t.storage.cache.current(), { timeout: 3000 }).toBe(hiddenAt);
     const pick = seededPick('stale');
     for (let i = 0; i < 200; i++) {
       expect((await randomOf(t.storage, pick))?.uuid).not.toBe(victim.uuid);

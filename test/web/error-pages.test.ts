@@ -103,7 +103,8 @@ describe('error pages', () => {
   });
 
   it('shows a 500 as a page with the request id and nothing of the failure', async () => {
-    const spy = vi.spyOn(t.storage.entries, 'findVisible').mockRejectedValue(new Error('secret SQL detail'));
+    const failure = new Error('secret SQL detail');
+    const spies = [vi.spyOn(t.app.entryService, 'findEntry').mockRejectedValue(failure), vi.spyOn(t.app.entryService, 'find').mockRejectedValue(failure)];
     try {
       const res = await t.app.inject({ url: `/nonsense/${VISIBLE}`, headers: { accept: BROWSER, 'x-request-id': 'req-500-page' } });
       expectErrorPage(res, 500, 'Something went wrong');
@@ -111,12 +112,12 @@ describe('error pages', () => {
       expect(res.body).not.toContain('secret SQL detail');
       expectProblem(await t.app.inject({ url: `/api/v1/nonsense/${VISIBLE}`, headers: { accept: BROWSER } }), 500);
     } finally {
-      spy.mockRestore();
+      for (const spy of spies) spy.mockRestore();
     }
   });
 
   it('shows an unreachable database as a 503 page with Retry-After', async () => {
-    const spy = vi.spyOn(t.storage.entries, 'findVisible').mockRejectedValue(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+    const spy = vi.spyOn(t.app.entryService, 'findEntry').mockRejectedValue(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
     try {
       const res = await get(`/nonsense/${VISIBLE}`);
       expectErrorPage(res, 503, 'Not available right now');
