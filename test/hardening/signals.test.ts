@@ -157,8 +157,12 @@ function download(base: string): Promise<{ finish: () => Promise<string> }> {
  */
 const AFTER_LAST_DOWNLOAD_MS = 3000;
 
-/** The seeded entries' count, enough for an export to outlast a paused reader's socket buffers. */
+/**
+ * The seeded entries: an export of them (about 12 MB) outlasts a paused reader's socket buffers,
+ * which on loopback grow to several megabytes, so the server is still draining when the test says so.
+ */
 const ENTRIES = 20_000;
+const FILLER = ' It goes on and on, as real nonsense does, until the line is long.'.repeat(8);
 
 describe('the service under a process manager', { timeout: 90_000 }, () => {
   let dir: string;
@@ -179,7 +183,7 @@ describe('the service under a process manager', { timeout: 90_000 }, () => {
     await createStorage(db).entries.insertEntries(
       Array.from({ length: ENTRIES }, (_, i) => ({
         uuid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
-        text: `Seeded entry number ${i}, long enough to look like real nonsense.`,
+        text: `Seeded entry number ${i}, long enough to look like real nonsense.${FILLER}`,
         timestamp: 1_600_000_000 + i,
       })),
     );

@@ -152,7 +152,7 @@ describe.skipIf(SKIP)('the site follows the changes in Chromium', () => {
       fetch(`${service.base}/api/v1/admin/reports?status=open`, { headers: { authorization: `Bearer ${token}`, ...(etag ? { 'if-none-match': etag } : {}) } });
     const before = await queue();
     const tag = before.headers.get('etag')!;
-    expect(tag).toMatch(/^W\/"q[\w-]+"$/);
+    expect(tag).toMatch(/^W\/"[\w-]+"$/);
     expect(before.headers.get('cache-control')).toBe('no-store');
     expect((await queue(tag)).status).toBe(304);
 
