@@ -141,7 +141,7 @@ export async function metric(url: string, name: string): Promise<number | null> 
 }
 
 /**
- * waitForSnapshot asks for random entries until the entry snapshot holds `count` entries (the
+ * waitForSnapshot asks for random entries until the entry cache holds `count` entries (the
  * steady state), or gives up after `timeoutMs`; resolves with the milliseconds it took, or null.
  */
 export async function waitForSnapshot(url: string, count: number, timeoutMs = 300_000): Promise<number | null> {
@@ -156,7 +156,7 @@ export async function waitForSnapshot(url: string, count: number, timeoutMs = 30
 
 /**
  * waitForQuiet waits until the process has used less than 5 % of a core for two seconds in a row: the
- * work that follows a start (the entry snapshot, the galaxy's layout in its thread) is done, and what
+ * work that follows a start (the entry cache, the galaxy's layout in its thread) is done, and what
  * is measured next is the requests alone. Resolves with the milliseconds it took, or null on timeout.
  */
 export async function waitForQuiet(pid: number, timeoutMs = Number(process.env.BENCH_QUIET_TIMEOUT_MS ?? 900_000)): Promise<number | null> {

@@ -125,7 +125,7 @@ const server = await startService({
 });
 const pid = server.pid;
 try {
-  // The entry snapshot and the galaxy's layout come after the start; the baseline and the load come after them.
+  // The entry cache and the galaxy's layout come after the start; the baseline and the load come after them.
   await fetch(`${BASE}/api/v1/nonsense/random`);
   if ((await waitForQuiet(pid)) === null) console.warn('the server was still busy after the start (the galaxy thread?) when the measurements began');
   const odata = (await fetch(`${BASE}/odata/v2/nonsense_list?$top=1`)).status === 200;

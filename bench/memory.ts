@@ -9,7 +9,7 @@
  *   after the first answer to GET /api/v1/nonsense/random, and once laid out and quiet;
  * - a restart on the same database, the steady state (its galaxy current, so no layout thread): the
  *   time (and CPU time) from spawning to the first answer, the RSS right after it (the figure the
- *   performance issue bounds), and once the entry snapshot that request started is complete.
+ *   performance issue bounds), and once the entry cache that request started is complete.
  *
  *   npm run bench:memory                             # 0, 50,000 and 100,000 entries
  *   MEMORY_ENTRIES=0,50000,100000,1000000 BENCH_KEEP=1 npm run bench:memory
@@ -93,7 +93,7 @@ try {
   }
   console.log(`\nbare node:http server after one request: ${floor.toFixed(0)} MiB RSS`);
   console.log(`GALAXY=${process.env.GALAXY ?? 'auto (default)'}`);
-  console.log('| entries | restart: first answer after start | RSS after it | RSS idle (snapshot complete, quiet) | heap used | entry snapshot | growth over 0 entries | first start: RSS after the first answer | RSS once laid out | snapshot built in | quiet after |');
+  console.log('| entries | restart: first answer after start | RSS after it | RSS idle (cache complete, quiet) | heap used | entry cache | growth over 0 entries | first start: RSS after the first answer | RSS once laid out | cache filled in | quiet after |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const row of rows) console.log(row);
 } finally {

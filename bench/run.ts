@@ -2,7 +2,7 @@
  * Throughput of the read API against a bare node:http server returning a fixed JSON body of the same
  * size to the same requests, measured in the same run. The service runs compiled, with the default
  * configuration (CORS, request ids, security headers, metrics and the access log at `info`), rate
- * limits off; it is measured once its entry snapshot holds every entry and the process is otherwise
+ * limits off; it is measured once its entry cache holds every entry and the process is otherwise
  * idle (the galaxy's thread done with its layout): the steady state, and the time that took is
  * printed. Besides requests a second, the CPU time each server spent per request.
  *
@@ -70,7 +70,7 @@ try {
       const quiet = await waitForQuiet(service.pid);
       notes.push(
         `${entries} entries: first answer ${service.startMs.toFixed(0)} ms after the start; ` +
-          (warm === null ? 'the entry snapshot was not complete (measured on the database path)' : `entry snapshot complete ${(warm / 1000).toFixed(1)} s after the first request`) +
+          (warm === null ? 'the entry cache was not complete (measured on the database path)' : `entry cache complete ${(warm / 1000).toFixed(1)} s after the first request`) +
           (quiet === null ? '; the process was still busy (the galaxy thread?) when measuring began' : `; idle (galaxy laid out) ${(quiet / 1000).toFixed(0)} s later`),
       );
       const byUuidPaths = seeded.sample.map((u) => `/api/v1/nonsense/${u}`);
