@@ -164,6 +164,10 @@ function writeSqlite(file: string, rows: Iterable<Row>, size: number, log: (line
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = OFF');
   raw.pragma('cache_size = -262144');
+  // The search index is built once at the end ('rebuild'), not row by row through its triggers:
+  // indexing each row as it comes is most of the time of a large generation.
+  const searchTriggers = raw.prepare(`select name, sql from sqlite_master where type = 'trigger' and tbl_name = 'entries' and name like 'entries_search%'`).all() as { name: string; sql: string }[];
+  for (const trigger of searchTriggers) raw.exec(`drop trigger ${trigger.name}`);
   const insert = raw.prepare(`insert into entries (uuid, text, text_key, created_at, state, updated_at) values (?, ?, ?, ?, 'visible', 0)`);
   let written = 0;
   let batch: Row[] = [];
@@ -180,6 +184,9 @@ function writeSqlite(file: string, rows: Iterable<Row>, size: number, log: (line
     }
   }
   flush(batch);
+  for (const trigger of searchTriggers) raw.exec(trigger.sql);
+  log('  building the search index');
+  raw.exec(`insert into entries_search (entries_search) values ('rebuild')`);
   raw.exec(`update meta set value = value + 1 where key = 'revision'; update meta set value = (select value from meta where key = 'revision') where key = 'changes_floor'`);
   raw.pragma('wal_checkpoint(TRUNCATE)');
   raw.close();

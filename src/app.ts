@@ -127,7 +127,11 @@ export async function buildApp({ config, storage, cards, entryService, logger, r
   } else app.decorate('entryService', entryService);
   const exports = readWorkers ? ReadWorkers.forDatabase(config.database, config.readWorkerQueue, config.readWorkerThreads) : null;
   app.decorate('readWorkers', exports);
-  if (exports !== null) app.addHook('onClose', () => exports.close());
+  if (exports !== null) {
+    app.addHook('onClose', () => exports.close());
+    // Random picks the cache cannot answer are read and prepared ahead, in the workers.
+    app.entryService.drawsAheadWith((draws, variables) => exports.draws(draws, variables));
+  }
 
   // Before every route: it takes over the body handling of the HEAD route Fastify adds beside each GET.
   await app.register(head);

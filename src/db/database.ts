@@ -3,13 +3,12 @@
  * `Database` and never learns which engine is underneath.
  */
 import fs from 'node:fs';
-import type SQLite from 'better-sqlite3';
 import { Kysely, Migrator, sql, type LogEvent } from 'kysely';
 import type { DatabaseTarget } from '../config.ts';
 import { observeQuery, type DatabaseStats } from '../metrics/registry.ts';
 import type { EngineQuirks } from './dialects/quirks.ts';
 import { connectionFailure, openPostgres, postgresQuirks } from './dialects/postgres.ts';
-import { openSqlite, sqliteQuirks } from './dialects/sqlite.ts';
+import { openSqlite, sqliteQuirks, sqliteReadNow } from './dialects/sqlite.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { ReadNow } from './prepared.ts';
 import type { DB } from './schema.ts';
@@ -81,14 +80,7 @@ export async function openDatabase(target: DatabaseTarget, options: OpenOptions 
     }
     const { dialect, raw } = handle;
     const db = new Kysely<DB>({ dialect, log: timeQueries });
-    // Statements of their own: Kysely's may be in the middle of an iteration.
-    const statements = new Map<string, SQLite.Statement>();
-    const readNow: ReadNow = (query) => {
-      if (raw.inTransaction) return undefined;
-      let statement = statements.get(query.sql);
-      if (statement === undefined) statements.set(query.sql, (statement = raw.prepare(query.sql)));
-      return statement.all(query.parameters as unknown[]);
-    };
+    const readNow = sqliteReadNow(raw);
     return {
       db,
       quirks: sqliteQuirks,

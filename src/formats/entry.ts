@@ -84,6 +84,19 @@ export function entryJsonEncoder(variables: ServerVariables): (entry: EntryRecor
 /** An entry's prepared JSON: the body, or the template of one whose text has server variables. */
 export type EntryJson = string | EntryJsonTemplate;
 
+/** Prepared JSON as it crosses to another thread, where a template's class does not survive. */
+export type EntryJsonWire = string | { readonly parts: EntryJsonTemplate['parts'] };
+
+/** entryJsonToWire is prepared JSON ready to cross a thread. */
+export function entryJsonToWire(json: EntryJson): EntryJsonWire {
+  return typeof json === 'string' ? json : { parts: json.parts };
+}
+
+/** entryJsonFromWire is prepared JSON that crossed a thread, as it was. */
+export function entryJsonFromWire(wire: EntryJsonWire): EntryJson {
+  return typeof wire === 'string' ? wire : new EntryJsonTemplate(wire.parts);
+}
+
 /** entryRecordOf reads the stored entry back from its prepared JSON: the raw text is `original_nonsense` when present. */
 export function entryRecordOf(json: EntryJson): EntryRecord {
   const parsed = JSON.parse(json instanceof EntryJsonTemplate ? json.render(() => 0) : json) as DeliveredEntry;

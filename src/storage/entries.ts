@@ -75,48 +75,80 @@ const toStored = (row: { id: number; uuid: string; text: string; created_at: num
 const oneStored = (rows: { id: number; uuid: string; text: string; created_at: number | string }[] | undefined) =>
   rows === undefined ? undefined : rows.length === 0 ? null : toStored(rows[0]!);
 
+const visible = (db: Kysely<DB>) => db.selectFrom('entries').select(['id', 'uuid', 'text', 'created_at']).where('state', '=', 'visible');
+const byUuid = (db: Kysely<DB>, uuid: string) => visible(db).where('uuid', '=', uuid);
+const byId = (db: Kysely<DB>, id: number) => visible(db).where('id', '=', id);
+// Within one block of ids by the primary key: the state tested as an expression, which no index
+// serves, so that no planner walks the state index instead (every visible entry, then a sort).
+const nth = (db: Kysely<DB>, from: number, to: number, n: number) =>
+  db
+    .selectFrom('entries')
+    .select(['id', 'uuid', 'text', 'created_at'])
+    .where('id', '>=', from)
+    .where('id', '<', to)
+    .where(sql<boolean>`state || '' = 'visible'`)
+    .orderBy('id')
+    .limit(1)
+    .offset(n);
+
+/**
+ * EntryReadsNow: the point reads of visible entries answered at once on a connection that answers
+ * in-process (an SQLite file): the event loop's own (EntryStore), or a read worker's, which resolves
+ * random draws ahead of the requests (services/entries). Each read is the entry, null when there is
+ * none, or undefined when the connection cannot read now (a transaction open on it).
+ */
+export class EntryReadsNow {
+  private readonly byUuid;
+  private readonly byId;
+  private readonly nth;
+
+  constructor(
+    db: Kysely<DB>,
+    private readonly readNow: ReadNow,
+  ) {
+    this.byUuid = prepareReadNow(db, 1, byUuid);
+    this.byId = prepareReadNow(db, 1, byId);
+    this.nth = prepareReadNow(db, 3, nth);
+  }
+
+  findStored(uuid: string): StoredEntry | null | undefined {
+    return oneStored(this.byUuid(this.readNow, uuid));
+  }
+
+  findById(id: number): StoredEntry | null | undefined {
+    return oneStored(this.byId(this.readNow, id));
+  }
+
+  /** nthInBlock is the `n`th (from 0) visible entry of block `block` (EntryStore.nthInBlock). */
+  nthInBlock(block: number, n: number): StoredEntry | null | undefined {
+    return oneStored(this.nth(this.readNow, block * COUNT_BLOCK, (block + 1) * COUNT_BLOCK, n));
+  }
+}
+
 export class EntryStore {
   private readonly visibleByUuid;
   private readonly visibleById;
   private readonly afterId;
   private readonly nthVisible;
-  private readonly visibleByUuidNow;
-  private readonly visibleByIdNow;
-  private readonly nthVisibleNow;
+  /** The reads answered at once, where the engine answers in-process (Database.readNow). */
+  private readonly now: EntryReadsNow | undefined;
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly cache: RevisionCache,
     private readonly quirks: EngineQuirks,
     /** Reads at once, where the engine answers in-process (Database.readNow). */
-    private readonly readNow?: ReadNow,
+    readNow?: ReadNow,
   ) {
-    const visible = (db: Kysely<DB>) => db.selectFrom('entries').select(['id', 'uuid', 'text', 'created_at']).where('state', '=', 'visible');
-    const byUuid = (db: Kysely<DB>, uuid: string) => visible(db).where('uuid', '=', uuid);
-    const byId = (db: Kysely<DB>, id: number) => visible(db).where('id', '=', id);
     this.visibleByUuid = prepareQuery(db, 1, byUuid);
     this.visibleById = prepareQuery(db, 1, byId);
-    this.visibleByUuidNow = prepareReadNow(db, 1, byUuid);
-    this.visibleByIdNow = prepareReadNow(db, 1, byId);
+    this.now = readNow === undefined ? undefined : new EntryReadsNow(db, readNow);
     // By primary key alone, visibility checked by the caller: a condition on state would lead the
     // planner to the state index and a sort of every visible entry for each page.
     this.afterId = prepareQuery(db, 2, (db, id: number, limit: number) =>
       db.selectFrom('entries').select(['id', 'uuid', 'text', 'created_at', 'state']).where('id', '>', id).orderBy('id').limit(limit),
     );
-    // Within one block of ids by the primary key: the state tested as an expression, which no index
-    // serves, so that no planner walks the state index instead (every visible entry, then a sort).
-    const nth = (db: Kysely<DB>, from: number, to: number, n: number) =>
-      db
-        .selectFrom('entries')
-        .select(['id', 'uuid', 'text', 'created_at'])
-        .where('id', '>=', from)
-        .where('id', '<', to)
-        .where(sql<boolean>`state || '' = 'visible'`)
-        .orderBy('id')
-        .limit(1)
-        .offset(n);
     this.nthVisible = prepareQuery(db, 3, nth);
-    this.nthVisibleNow = prepareReadNow(db, 3, nth);
   }
 
   /** findVisible returns the visible entry with this (lower-case) uuid, or null. */
@@ -139,7 +171,7 @@ export class EntryStore {
 
   /** readsNow tells whether the *Now reads may answer (an engine that answers in-process). */
   get readsNow(): boolean {
-    return this.readNow !== undefined;
+    return this.now !== undefined;
   }
 
   /**
@@ -147,17 +179,24 @@ export class EntryStore {
    * when it cannot be read now (another engine, a transaction open on the connection).
    */
   findStoredNow(uuid: string): StoredEntry | null | undefined {
-    return this.readNow === undefined ? undefined : oneStored(this.visibleByUuidNow(this.readNow, uuid));
+    return this.now?.findStored(uuid);
   }
 
   /** findByIdNow is findById answered at once, or undefined when it cannot be (as findStoredNow). */
   findByIdNow(id: number): StoredEntry | null | undefined {
-    return this.readNow === undefined ? undefined : oneStored(this.visibleByIdNow(this.readNow, id));
+    return this.now?.findById(id);
   }
 
   /** nthInBlockNow is nthInBlock answered at once, or undefined when it cannot be (as findStoredNow). */
   nthInBlockNow(block: number, n: number): StoredEntry | null | undefined {
-    return this.readNow === undefined ? undefined : oneStored(this.nthVisibleNow(this.readNow, block * COUNT_BLOCK, (block + 1) * COUNT_BLOCK, n));
+    return this.now?.nthInBlock(block, n);
+  }
+
+  /** findByIds returns the visible entries among these ids (at most a few hundred), by id. */
+  async findByIds(ids: readonly number[]): Promise<Map<number, StoredEntry>> {
+    if (ids.length === 0) return new Map();
+    const rows = await visible(this.db).where('id', 'in', ids).execute();
+    return new Map(rows.map((row) => [Number(row.id), toStored(row)]));
   }
 
   /** findStoredMany returns the visible entries among these uuids (at most a few hundred), in no order. */

@@ -11,6 +11,7 @@ import { migrationProvider } from '../../src/db/migrations/index.ts';
 import { seededPick } from '../../src/domain/variables.ts';
 import { entryRecordOf, renderEntryJson } from '../../src/formats/entry.ts';
 import { EntryService } from '../../src/services/entries/index.ts';
+import { ReadWorkers } from '../../src/services/read-workers/index.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
 import { createTestApp, entry, freshDatabaseUrl, tempDir, type TestContext } from '../helper.ts';
 
@@ -181,7 +182,7 @@ describe('the entry service', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(json((await service.random(() => 0))!).nonsense).toBe('Alone.');
     expect(json((await service.find(alone.uuid))!.entry).nonsense).toBe('Alone.');
-    expect(service.stats()).toEqual({ bytes: 0, entries: 0, complete: false });
+    expect(service.stats()).toMatchObject({ bytes: 0, entries: 0, complete: false });
   });
 
   it('prepares every entry again when the server variables change', async () => {
@@ -227,6 +228,67 @@ describe('the random pick', () => {
     expect(chi).toBeLessThan(total + 6 * Math.sqrt(2 * total));
     for (const uuid of [...hidden, ...deleted]) expect(hits.has(uuid)).toBe(false);
   }, 120_000);
+});
+
+describe('the random pick drawn ahead', () => {
+  it('is uniform, read off the event loop in batches, and never serves an entry a newer revision hid', async () => {
+    const many = Array.from({ length: 60 }, (_, n) => entry(`Ahead entry number ${n}.`, 1_700_000_000 + n, uuidOf(n)));
+    t = await createTestApp({ entries: many });
+    const service = serviceOf(t.storage, 0);
+    // SQLite: the read workers resolve the draws; PostgreSQL: one query a batch, which the service makes itself.
+    const workers = ReadWorkers.forDatabase(t.config.database);
+    let batches = 0;
+    if (workers !== null) {
+      service.drawsAheadWith((draws, variables) => {
+        batches++;
+        return workers.draws(draws, variables);
+      });
+    } else {
+      const findByIds = t.storage.entries.findByIds.bind(t.storage.entries);
+      t.storage.entries.findByIds = (ids) => {
+        batches++;
+        return findByIds(ids);
+      };
+    }
+    try {
+      const pick = seededPick('ahead');
+      const take = async (count: number, hits: Map<string, number>) => {
+        for (let served = 0; served < count; ) {
+          const now = service.randomNow(pick);
+          if (now === undefined || !('json' in now)) await service.random(pick);
+          else {
+            const uuid = json(now).uuid;
+            hits.set(uuid, (hits.get(uuid) ?? 0) + 1);
+            served++;
+          }
+          if (served % 50 === 0) await new Promise((resolve) => setImmediate(resolve));
+        }
+      };
+      await service.status();
+      await until(async () => {
+        if (service.randomNow(pick) === undefined) await service.random(pick);
+        return service.stats().ahead > 0;
+      });
+      const each = 100;
+      const hits = new Map<string, number>();
+      await take(many.length * each, hits);
+      expect(batches).toBeGreaterThan(3);
+      let chi = 0;
+      for (const e of many) chi += ((hits.get(e.uuid) ?? 0) - each) ** 2 / each;
+      expect(chi).toBeLessThan(many.length + 6 * Math.sqrt(2 * many.length));
+
+      // Entries drawn before the hide wait in the old revision's batch: none of them is served after it.
+      await until(() => service.stats().ahead > 100);
+      const victim = uuidOf(5);
+      await t.storage.entries.update(victim, { state: 'hidden' }, 'test');
+      const after = new Map<string, number>();
+      await take(3000, after);
+      expect(after.has(victim)).toBe(false);
+      expect(after.size).toBe(many.length - 1);
+    } finally {
+      await workers?.close();
+    }
+  }, 60_000);
 });
 
 describe('the status count', () => {

@@ -19,6 +19,7 @@ import {
   type SqlBool,
 } from 'kysely';
 import { TimeLimitError } from '../time-limit.ts';
+import type { ReadNow } from '../prepared.ts';
 import type { EngineQuirks } from './quirks.ts';
 
 export interface SqliteHandle {
@@ -74,6 +75,21 @@ export function openSqlite(file: string, busyTimeoutMs = 5000, createFolder = fa
     throw new Error(`${where}, which cannot be opened: ${sqliteReason(error)}`, { cause: error });
   }
   return { dialect: new WaitingSqliteDialect({ database: withStatementCache(raw) }, raw, busyTimeoutMs), raw };
+}
+
+/**
+ * sqliteReadNow runs compiled reads on `raw` at once (Database.readNow), each SQL prepared once, with
+ * statements of its own: Kysely's may be in the middle of an iteration. It declines (undefined) while
+ * a transaction is open on the connection, whose uncommitted rows a read must not see.
+ */
+export function sqliteReadNow(raw: SQLite.Database): ReadNow {
+  const statements = new Map<string, SQLite.Statement>();
+  return (query) => {
+    if (raw.inTransaction) return undefined;
+    let statement = statements.get(query.sql);
+    if (statement === undefined) statements.set(query.sql, (statement = raw.prepare(query.sql)));
+    return statement.all(query.parameters as unknown[]);
+  };
 }
 
 /** sqliteReason says in words why a file could not be opened as a database. */

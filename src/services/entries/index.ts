@@ -20,13 +20,16 @@
  */
 import type { EntryRecord } from '../../domain/records.ts';
 import { isAscii } from '../../domain/text.ts';
-import type { PickIndex } from '../../domain/variables.ts';
+import { mathRandomPick, type PickIndex, type ServerVariables } from '../../domain/variables.ts';
 import { entryJsonEncoder, entryRecordOf, type EntryJson, type EntryJsonTemplate } from '../../formats/entry.ts';
 import { watchCache } from '../../metrics/registry.ts';
 import { ChangeStore, logsChanges } from '../../storage/changes.ts';
-import { COUNT_BLOCK, type DatabaseStatus, type StoredEntry, type VisibleBlocks } from '../../storage/entries.ts';
+import type { DatabaseStatus, StoredEntry, VisibleBlocks } from '../../storage/entries.ts';
 import type { Storage } from '../../storage/index.ts';
+import { drawFrom, idsToTry, nextId, resolveDraw, type Draw } from './draws.ts';
 import { HotCache } from './hot-cache.ts';
+
+export type { Draw } from './draws.ts';
 
 export interface EntryServiceOptions {
   /** The cache's byte budget (ENTRY_CACHE_BYTES); 0 keeps nothing and always asks the database. */
@@ -39,15 +42,11 @@ export interface ReadyEntry {
   readonly asciiBytes: number | undefined;
 }
 
-/** A random pick under way: the entry number drawn, its block, and the first id drawn within it. */
-export interface Draw {
-  readonly block: number;
-  /** The drawn entry's place among the block's visible entries. */
-  readonly nth: number;
-  /** The block's visible entries. */
-  readonly visible: number;
-  readonly id: number;
-}
+/**
+ * Resolves random draws away from the event loop (a read worker's own connection), each as a ready
+ * entry, or null when its block held fewer than counted.
+ */
+export type DrawAhead = (draws: readonly Draw[], variables: ServerVariables) => Promise<ReadonlyArray<ReadyEntry | null>>;
 
 /** Rows read and prepared per step of the background fill: about a millisecond each. */
 const FILL_PAGE = 256;
@@ -55,19 +54,21 @@ const FILL_PAGE = 256;
 const MAX_APPLIED = 1000;
 /** Entries read again at once when they came or changed. */
 const REREAD_CHUNK = 200;
-/** Ids drawn within a block before the drawn entry is found by its place. */
-const TRIES_IN_BLOCK = 8;
-/** A block with fewer than one visible entry in this many ids is read at once, without drawing ids. */
-const SPARSE = 16;
+/** Random entries drawn ahead at once; more are drawn when fewer than this many are left. */
+const AHEAD = 512;
 /** Fresh draws when the counts were behind the entries (a change landed between the two reads). */
 const ROUNDS = 3;
 
 interface View {
   readonly revision: number;
+  readonly variables: ServerVariables;
   readonly encode: (entry: EntryRecord) => EntryJson;
   /** The counts per block of this revision, read on the first pick that needs them. */
   blocks: VisibleBlocks | null;
   loading: Promise<VisibleBlocks> | null;
+  /** Random entries drawn ahead at this revision, taken from the end. */
+  readonly ahead: ReadyEntry[];
+  drawingAhead: boolean;
 }
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -83,6 +84,7 @@ export class EntryService {
   /** The uuids a sync changed while a page of the fill was being read: that page's copy is older. */
   private touched: Set<string> | null = null;
   private closed = false;
+  private drawAhead: DrawAhead | undefined;
   private readonly unwatch: () => void;
 
   constructor(
@@ -92,6 +94,18 @@ export class EntryService {
     this.hot = new HotCache(options.cacheBytes, (template) => (template as EntryJsonTemplate).size());
     this.changes = new ChangeStore(storage.database.db);
     this.unwatch = watchCache('entry_snapshot', () => ({ bytes: this.hot.bytes, items: this.hot.size }));
+    // An engine read over a connection (PostgreSQL) reads a batch of draws in one query, not one per request.
+    if (!storage.entries.readsNow) this.drawAhead = (draws) => this.readDraws(draws);
+  }
+
+  /**
+   * drawsAheadWith lets random picks be resolved ahead of the requests by `drawAhead` while the cache
+   * does not hold every entry: a request then takes a ready entry drawn at the revision it answers at,
+   * and the event loop reads and prepares none. Picks drawn independently and each used once are as
+   * uniform as picks drawn per request.
+   */
+  drawsAheadWith(drawAhead: DrawAhead): void {
+    this.drawAhead = drawAhead;
   }
 
   /** warm brings the service to the current revision and starts filling the cache, without waiting. */
@@ -116,6 +130,8 @@ export class EntryService {
     if (view === null) return undefined;
     if (this.hot.complete) return this.hot.size === 0 ? undefined : this.hot.at(pick(this.hot.size));
     if (view.blocks === null || view.blocks.total === 0) return undefined;
+    const ahead = this.takeAhead(view);
+    if (ahead !== undefined) return ahead;
     const draw = drawFrom(view.blocks, pick);
     return this.hot.findId(draw.id) ?? (this.storage.entries.readsNow ? this.inBlockNow(view, draw, pick) : draw);
   }
@@ -176,8 +192,9 @@ export class EntryService {
     return this.storage.entries.status();
   }
 
-  stats(): { bytes: number; entries: number; complete: boolean } {
-    return { bytes: this.hot.bytes, entries: this.hot.size, complete: this.hot.complete };
+  /** stats: the cache's bytes and entries, whether it is complete, and the random entries drawn ahead. */
+  stats(): { bytes: number; entries: number; complete: boolean; ahead: number } {
+    return { bytes: this.hot.bytes, entries: this.hot.size, complete: this.hot.complete, ahead: this.view?.ahead.length ?? 0 };
   }
 
   /** close lets the cache go and stops the fill. */
@@ -199,10 +216,9 @@ export class EntryService {
 
   /** inBlock finds the drawn entry, or another uniformly drawn within its block; null when the block had fewer than counted. */
   private async inBlock(view: View, draw: Draw, pick: PickIndex): Promise<ReadyEntry | null> {
-    // In a block mostly of hidden or deleted ids, drawing ids would rarely find one: read it at once.
-    const tries = draw.visible * SPARSE < COUNT_BLOCK ? 0 : TRIES_IN_BLOCK;
+    const tries = idsToTry(draw);
     for (let attempt = 0; attempt < tries; attempt++) {
-      const id = attempt === 0 ? draw.id : draw.block * COUNT_BLOCK + pick(COUNT_BLOCK);
+      const id = nextId(draw, attempt, pick);
       const cached = this.hot.findId(id);
       if (cached !== undefined) return cached;
       const stored = await this.storage.entries.findById(id);
@@ -216,18 +232,48 @@ export class EntryService {
   /** inBlockNow is inBlock read at once; the draw itself when a read cannot be made now, for `random` to continue. */
   private inBlockNow(view: View, draw: Draw, pick: PickIndex): ReadyEntry | Draw {
     const entries = this.storage.entries;
-    const tries = draw.visible * SPARSE < COUNT_BLOCK ? 0 : TRIES_IN_BLOCK;
-    for (let attempt = 0; attempt < tries; attempt++) {
-      const id = attempt === 0 ? draw.id : draw.block * COUNT_BLOCK + pick(COUNT_BLOCK);
-      const cached = this.hot.findId(id);
-      if (cached !== undefined) return cached;
-      const stored = entries.findByIdNow(id);
-      if (stored === undefined) return draw;
-      if (stored !== null) return ready(view.encode(stored));
+    const prepared = (stored: StoredEntry | null | undefined) => (stored === undefined || stored === null ? stored : ready(view.encode(stored)));
+    const found = resolveDraw(draw, pick, {
+      byId: (id) => this.hot.findId(id) ?? prepared(entries.findByIdNow(id)),
+      nthInBlock: (block, n) => prepared(entries.nthInBlockNow(block, n)),
+    });
+    // Not read now, or fewer than counted (a change between the counts and now): the routes go on.
+    return found ?? draw;
+  }
+
+  /**
+   * takeAhead is a random entry drawn ahead at the view's revision, when there is one; it draws more
+   * when half are taken. Those of an older revision are never served: the view holds its own.
+   */
+  private takeAhead(view: View): ReadyEntry | undefined {
+    if (this.drawAhead === undefined) return undefined;
+    const entry = view.ahead.pop();
+    if (view.ahead.length < AHEAD && !view.drawingAhead && view.blocks !== null) this.drawMore(view, view.blocks, this.drawAhead);
+    return entry;
+  }
+
+  /** readDraws resolves draws with one read of their ids, and the few whose id is not visible one by one. */
+  private async readDraws(draws: readonly Draw[]): Promise<Array<ReadyEntry | null>> {
+    const view = await this.current();
+    const found = await this.storage.entries.findByIds(draws.map((draw) => draw.id));
+    const entries: Array<ReadyEntry | null> = [];
+    for (const draw of draws) {
+      const stored = found.get(draw.id);
+      entries.push(stored === undefined ? await this.inBlock(view, draw, mathRandomPick) : ready(view.encode(stored)));
     }
-    const stored = entries.nthInBlockNow(draw.block, draw.nth);
-    // Fewer than counted (a change between the counts and now): the routes draw again.
-    return stored === undefined || stored === null ? draw : ready(view.encode(stored));
+    return entries;
+  }
+
+  private drawMore(view: View, blocks: VisibleBlocks, drawAhead: DrawAhead): void {
+    view.drawingAhead = true;
+    const draws = Array.from({ length: AHEAD }, () => drawFrom(blocks, mathRandomPick));
+    drawAhead(draws, view.variables)
+      .then((entries) => {
+        for (const entry of entries) if (entry !== null) view.ahead.push(entry);
+      })
+      // Busy workers or a failed read: picks are made per request meanwhile, and drawn ahead again later.
+      .catch(() => {})
+      .finally(() => (view.drawingAhead = false));
   }
 
   /** admit keeps an entry read by UUID, unless a change came in while it was read. */
@@ -266,11 +312,12 @@ export class EntryService {
       const revision = await this.storage.cache.current();
       const view = this.view;
       if (view !== null && view.revision === revision) return view;
-      const encode = entryJsonEncoder(await this.storage.variables.values());
+      const variables = await this.storage.variables.values();
+      const encode = entryJsonEncoder(variables);
       const applied = view !== null && revision > view.revision && (await this.apply(view.revision, encode));
       if (!applied) this.restart();
       // A fresh object: a read begun under the old view does not fill the cache (admit).
-      this.view = { revision, encode, blocks: null, loading: null };
+      this.view = { revision, variables, encode, blocks: null, loading: null, ahead: [], drawingAhead: false };
       if (!applied) void this.fill(this.generation);
     }
   }
@@ -346,23 +393,7 @@ export class EntryService {
   }
 }
 
-/** drawFrom draws one of the counted entries: its block by the counts, then an id within the block. */
-function drawFrom(blocks: VisibleBlocks, pick: PickIndex): Draw {
-  const k = pick(blocks.total);
-  const ends = blocks.ends;
-  // The first block whose running count passes k.
-  let low = 0;
-  let high = ends.length - 1;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (ends[middle]! > k) high = middle;
-    else low = middle + 1;
-  }
-  const block = blocks.blocks[low]!;
-  const before = low === 0 ? 0 : ends[low - 1]!;
-  return { block, nth: k - before, visible: ends[low]! - before, id: block * COUNT_BLOCK + pick(COUNT_BLOCK) };
-}
-
-function ready(json: EntryJson): ReadyEntry {
+/** ready is a prepared entry with its length in bytes when all ASCII. */
+export function ready(json: EntryJson): ReadyEntry {
   return { json, asciiBytes: typeof json === 'string' && isAscii(json) ? json.length : undefined };
 }

@@ -33,7 +33,9 @@ import type { ODataAnswer, ODataRead } from '../../storage/odata-reads.ts';
 import { PoolBusy, retryAfterSeconds, TaskPool, workerModule } from '../worker-pool/index.ts';
 import { FairQueue } from './fair-queue.ts';
 import { PageSlots } from './page-slots.ts';
-import type { ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask } from './worker.ts';
+import { entryJsonFromWire } from '../../formats/entry.ts';
+import type { Draw, ReadyEntry } from '../entries/index.ts';
+import type { DrawnEntry, DrawTask, ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask } from './worker.ts';
 
 /** An idle worker exits after this long; the next task waits ~100 ms for a new one. */
 const IDLE_TIMEOUT_MS = 60_000;
@@ -57,6 +59,9 @@ const DEFAULT_THREADS = 2;
 
 /** Whom a task is done for, when a caller names no one (the command line, tests). */
 const ANYONE = '';
+
+/** Whom the entry service's random draws are read for: a client of their own, in turn with the others. */
+const DRAWS_CLIENT = 'entry service: random draws';
 
 /** How a caller names the client a task is for, and, for an export, what its response holds unsent. */
 export interface TaskOptions {
@@ -232,13 +237,25 @@ export class ReadWorkers {
   }
 
   /**
+   * draws resolves random draws of the entry service ahead of the requests (EntryService.drawsAheadWith):
+   * read and prepared in a worker, so that the event loop only takes them. They wait their turn as the
+   * service's own client; with the queue full they are refused like any task, and the picks are made
+   * per request meanwhile.
+   */
+  async draws(draws: readonly Draw[], variables: ServerVariables): Promise<Array<ReadyEntry | null>> {
+    this.admit();
+    const drawn = await this.run<DrawnEntry[]>(DRAWS_CLIENT, 'drawTask', { file: this.file, draws, variables } satisfies DrawTask);
+    return drawn.map((entry) => (entry === null ? null : { json: entryJsonFromWire(entry.json), asciiBytes: entry.asciiBytes }));
+  }
+
+  /**
    * run runs a task of worker.ts (`name`: its export) for `client` in its turn, and turns a failure
    * back into an error of its kind (after telling `failed`).
    */
   private async run<T>(
     client: string,
-    name: 'default' | 'searchTask' | 'listTask' | 'odataTask',
-    task: PageTask | SearchTask | ListTask | ODataTask,
+    name: 'default' | 'searchTask' | 'listTask' | 'odataTask' | 'drawTask',
+    task: PageTask | SearchTask | ListTask | ODataTask | DrawTask,
     failed?: (failure: PageFailure) => void,
   ): Promise<T> {
     const queued = performance.now();

@@ -2,15 +2,20 @@
  * The tasks a read worker runs, each through the worker's own connection to the embedded database:
  * one page of an export, written as a piece of the export file (formats/export.ts) in UTF-8 bytes for
  * the main thread to send as they are (the default export); a page of the search page (searchTask);
- * a list of entries (listTask); a read of the OData interface (odataTask).
+ * a list of entries (listTask); a read of the OData interface (odataTask); random picks drawn
+ * ahead of the requests, read and prepared as their JSON (drawTask).
  */
 import type SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
-import { openSqlite, sqliteQuirks } from '../../db/dialects/sqlite.ts';
+import { openSqlite, sqliteQuirks, sqliteReadNow } from '../../db/dialects/sqlite.ts';
 import type { DB } from '../../db/schema.ts';
 import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
-import type { ServerVariables } from '../../domain/variables.ts';
+import { isAscii } from '../../domain/text.ts';
+import { mathRandomPick, type ServerVariables } from '../../domain/variables.ts';
+import { entryJsonEncoder, entryJsonToWire, type EntryJsonWire } from '../../formats/entry.ts';
+import { EntryReadsNow } from '../../storage/entries.ts';
+import { resolveDraw, type Draw } from '../entries/draws.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
 import { runODataRead, type ODataAnswer, type ODataRead } from '../../storage/odata-reads.ts';
 import { EntryQuery, EXPORT_FEW_MATCHES, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
@@ -67,6 +72,8 @@ interface Reader {
   file: string;
   query: EntryQuery;
   raw: SQLite.Database;
+  /** The point reads of random draws, made with the first draw task. */
+  now?: EntryReadsNow;
   /**
    * The statements of export pages, by what shapes them: the filter, the page size, the format's
    * columns and whether a cursor is given.
@@ -103,7 +110,8 @@ function reader(file: string): Reader {
     // A reader rarely meets a lock (WAL), and when it does it may wait here, off the event loop, as
     // long as the event loop's own path waits (openSqlite's default) instead of retrying in steps.
     raw.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    opened = { file, query: new EntryQuery(new Kysely<DB>({ dialect }), sqliteQuirks), raw, pages: new Map() };
+    const db = new Kysely<DB>({ dialect });
+    opened = { file, query: new EntryQuery(db, sqliteQuirks), raw, pages: new Map(), now: new EntryReadsNow(db, sqliteReadNow(raw)) };
   }
   return opened;
 }
@@ -191,6 +199,33 @@ export async function odataTask(task: ODataTask): Promise<{ answer: ODataAnswer<
     return { answer, dbMs: performance.now() - started };
   } catch (error) {
     return { ...failure(error), dbMs: performance.now() - started };
+  }
+}
+
+/** Random draws to resolve ahead of the requests (ReadWorkers.draws), and the server variables to prepare them with. */
+export interface DrawTask {
+  file: string;
+  draws: readonly Draw[];
+  variables: ServerVariables;
+}
+
+/** A drawn entry's prepared JSON and, when all ASCII, its length in bytes; null when its block held fewer than counted. */
+export type DrawnEntry = { json: EntryJsonWire; asciiBytes: number | undefined } | null;
+
+/** drawTask resolves random draws (services/entries/draws.ts) through the worker's own connection and prepares their JSON. */
+export async function drawTask(task: DrawTask): Promise<DrawnEntry[] | PageFailure> {
+  try {
+    const reads = reader(task.file).now!;
+    const encode = entryJsonEncoder(task.variables);
+    const reading = { byId: (id: number) => reads.findById(id), nthInBlock: (block: number, n: number) => reads.nthInBlock(block, n) };
+    return task.draws.map((draw) => {
+      const stored = resolveDraw(draw, mathRandomPick, reading);
+      if (stored === null || stored === undefined) return null;
+      const json = encode(stored);
+      return { json: entryJsonToWire(json), asciiBytes: typeof json === 'string' && isAscii(json) ? json.length : undefined };
+    });
+  } catch (error) {
+    return failure(error);
   }
 }
 
