@@ -264,6 +264,14 @@ export class EntryService {
     return entries;
   }
 
+  /** mayAllFit tells whether every visible entry may fit the budget, judged by the first page's entries. */
+  private async mayAllFit(page: readonly { bytes: number }[]): Promise<boolean> {
+    if (page.length === 0) return true;
+    const { count } = await this.storage.entries.status();
+    const mean = page.reduce((sum, entry) => sum + entry.bytes, 0) / page.length;
+    return count * mean <= this.hot.budget;
+  }
+
   private drawMore(view: View, blocks: VisibleBlocks, drawAhead: DrawAhead): void {
     view.drawingAhead = true;
     const draws = Array.from({ length: AHEAD }, () => drawFrom(blocks, mathRandomPick));
@@ -356,8 +364,12 @@ export class EntryService {
   }
 
   /**
-   * fill reads the visible entries a page of ids at a time, yielding between pages, until the budget
-   * is full (the cache then keeps what is asked for) or every entry is held (then it is complete).
+   * fill reads the visible entries a page of ids at a time, yielding between pages, until every entry
+   * is held (then it is complete), or the budget is full (the cache then keeps what is asked for).
+   * When the first page shows that the entries cannot all fit, it fills nothing: the entries with the
+   * first ids are no likelier to be asked for than any other, and reading them would cost the start
+   * its time and the process the whole budget in memory for nothing. The cache then holds only the
+   * entries asked for by UUID, and random picks are drawn ahead (drawsAheadWith).
    */
   private async fill(generation: number): Promise<void> {
     if (this.hot.budget === 0) return;
@@ -373,10 +385,16 @@ export class EntryService {
         if (this.touched === touched) this.touched = null;
         const view = this.view;
         if (!current() || view === null) return;
+        const page = [];
         for (const stored of visible) {
           if (touched.has(stored.uuid) || this.hot.findId(stored.id) !== undefined) continue;
           const entry = this.hot.weigh(stored.id, stored.uuid, view.encode(stored));
-          if (entry === null || !this.hot.fits(entry.bytes)) return;
+          if (entry === null) return;
+          page.push(entry);
+        }
+        if (after === 0 && next !== null && !(await this.mayAllFit(page))) return;
+        for (const entry of page) {
+          if (!this.hot.fits(entry.bytes)) return;
           this.hot.put(entry);
         }
         if (next === null) {
