@@ -16,6 +16,23 @@ import { deliverEntry } from '../domain/delivered-entry.ts';
  */
 export const EXPORT_PAGE_SIZE = 1000;
 
+/**
+ * An export's first page: small, so that the first byte comes soon whatever the filter. A term
+ * matched by testing rows in order (EntryQuery.textPlan) meets a few dozen matches long before a
+ * full page of them; the client has the start of its file meanwhile.
+ */
+export const EXPORT_FIRST_PAGE_SIZE = 50;
+
+/**
+ * exportPageSize is the size of an export's page `page` (0 for the first): EXPORT_FIRST_PAGE_SIZE,
+ * then each page twice the one before, up to EXPORT_PAGE_SIZE. The read workers and the walk on the
+ * event loop (EntryQuery.pages) both follow it, so that either cuts a file at the same entries and
+ * draws its server variables the same way (pagePick).
+ */
+export function exportPageSize(page: number): number {
+  return Math.min(EXPORT_PAGE_SIZE, EXPORT_FIRST_PAGE_SIZE * 2 ** Math.min(page, 16));
+}
+
 export const EXPORT_CONTENT_TYPES: Readonly<Record<ExportFormat, string>> = {
   csv: 'text/csv; charset=utf-8',
   json: 'application/json; charset=utf-8',

@@ -22,7 +22,7 @@
  */
 import type { DatabaseTarget } from '../../config.ts';
 import type { ExportFormat } from '../../domain/export-params.ts';
-import type { EntryFilter } from '../../domain/entry-selection.ts';
+import { pageSizeOf, type EntryFilter, type PageSizes } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { exportHead, exportSeed, exportTail } from '../../formats/export.ts';
 import { readWorkersRefused, watchReadWorkers } from '../../metrics/registry.ts';
@@ -117,7 +117,8 @@ export class ReadWorkers {
 
   /**
    * open starts an export: it reads the first page, so that a failure there becomes an error answer
-   * before any byte is sent, and returns the whole file, that page included, a page per chunk. The
+   * before any byte is sent, and returns the whole file, that page included, a page per chunk, the
+   * pages as large as `pageSize` says for each (formats/export.ts exportPageSize). The
    * page after next is asked for only once the previous one has been taken (the response's
    * backpressure); stopping the iteration (a client gone) stops the walk. With `pending` (the bytes
    * the response has been given and not sent yet), the pages travel in the export's slots
@@ -126,14 +127,17 @@ export class ReadWorkers {
   async open(
     format: ExportFormat,
     filter: EntryFilter,
-    pageSize: number,
+    pageSize: PageSizes,
     variables: ServerVariables,
     { pending, client = ANYONE }: TaskOptions & { pending?: () => number } = {},
   ): Promise<AsyncGenerator<Uint8Array>> {
     this.admit();
     const seed = exportSeed();
     const slots = pending === undefined ? undefined : new PageSlots(pending);
-    let page = 0;
+    // Pages read, and pages that held entries: a page that tests rows in order may come back empty
+    // (EntryQuery.listPage), and the file's start and its picks count only the others (PageTask.page).
+    let walked = 0;
+    let written = 0;
     const task = async (after?: PageTask['after']) => {
       // The first page comes on its own: an export of one page needs no slots (page-slots.ts).
       const reserved = after === undefined ? undefined : slots?.take();
@@ -141,10 +145,10 @@ export class ReadWorkers {
         file: this.file,
         format,
         filter,
-        pageSize,
+        pageSize: pageSizeOf(pageSize, walked++),
         variables,
         seed,
-        page: page++,
+        page: written,
         ...(after ? { after } : {}),
         ...(reserved ? { slot: reserved.slot } : {}),
       } satisfies PageTask);
@@ -153,6 +157,11 @@ export class ReadWorkers {
     type Page = Awaited<ReturnType<typeof task>>;
     /** own is a chunk of the file that comes in a buffer of its own, counted when there are slots. */
     const own = (bytes: Uint8Array) => (slots === undefined ? bytes : slots.counts(bytes));
+    /** counted counts a page that holds entries, before the next page is asked for. */
+    const counted = (page: Page): Page => {
+      if (typeof page.bytes === 'number' ? page.bytes > 0 : page.bytes.length > 0) written++;
+      return page;
+    };
     /** chunk is a page's chunk of the file, or null for an empty page. */
     const chunk = ({ bytes, slot }: Page): Uint8Array | null => {
       if (typeof bytes === 'number') {
@@ -163,8 +172,7 @@ export class ReadWorkers {
       if (slot !== undefined) slots!.release(slot);
       return bytes.length === 0 ? null : own(bytes);
     };
-    const first = await task();
-    const empty = typeof first.bytes === 'number' ? first.bytes === 0 : first.bytes.length === 0;
+    const first = counted(await task());
     const encoder = new TextEncoder();
     async function* file(): AsyncGenerator<Uint8Array> {
       const head = exportHead(format);
@@ -183,12 +191,12 @@ export class ReadWorkers {
       if (piece !== null) yield piece;
       while (ahead !== null) {
         // After this await, every chunk yielded before has been written to the response (PageSlots.take).
-        current = await ahead;
+        current = counted(await ahead);
         ahead = readAhead(current.next);
         piece = chunk(current);
         if (piece !== null) yield piece;
       }
-      const tail = exportTail(format, empty);
+      const tail = exportTail(format, written === 0);
       if (tail !== '') yield own(encoder.encode(tail));
     }
     return file();
@@ -204,7 +212,7 @@ export class ReadWorkers {
     return this.run<SearchPage>(client, 'searchTask', { file: this.file, filter, limit, position } satisfies SearchTask);
   }
 
-  /** list reads a list of entries (EntryQuery.list) in the worker: the admin search, for one. */
+  /** list reads a search's list of entries (EntryQuery.find, the search page's plan) in the worker: the admin search. */
   list(query: ListTask['query'], { client = ANYONE }: TaskOptions = {}): Promise<ListedEntry[]> {
     this.admit();
     return this.run<ListedEntry[]>(client, 'listTask', { file: this.file, query } satisfies ListTask);
