@@ -61,8 +61,9 @@ export async function readAhead<T>(iterable: AsyncIterable<T>): Promise<AsyncIte
 }
 
 /**
- * exportSeed draws the seed of one export's server-variable picks. Page `n` of the export picks
- * with `pagePick(seed, n)`, wherever it is written (on the event loop, or in an export worker,
+ * exportSeed draws the seed of one export's server-variable picks. Page `n` of the export (counting
+ * the pages that hold entries: a page may come back empty, EntryQuery.listPage) picks with
+ * `pagePick(seed, n)`, wherever it is written (on the event loop, or in an export worker,
  * services/read-workers), so an export is one reproducible draw: the same seed gives the same file on
  * either engine and on either path.
  */
@@ -70,7 +71,7 @@ export function exportSeed(): string {
   return Math.floor(Math.random() * 2 ** 32).toString(36);
 }
 
-/** pagePick is the pick of page `page` (0 for the first) of the export drawn as `seed`. */
+/** pagePick is the pick of page `page` (0 for the first that holds entries) of the export drawn as `seed`. */
 export function pagePick(seed: string, page: number): PickIndex {
   return seededPick(`${seed}/${page}`);
 }

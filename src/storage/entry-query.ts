@@ -51,6 +51,12 @@ export const FEW_MATCHES = 2000;
  * needs: so no page of an export holds its thread long, however rare the term in the rows it passes.
  */
 export const SCAN_PAGE_ROWS = 20_000;
+/**
+ * The steps a page that tests rows in order takes them in, SCAN_PAGE_ROWS in all: each step's end is
+ * read from the order index first, and a page that is full within its first steps (a term in many
+ * entries) reads no further end. The page holds the same entries whatever the steps.
+ */
+export const SCAN_STEPS: readonly number[] = [SCAN_PAGE_ROWS / 8, SCAN_PAGE_ROWS / 8, SCAN_PAGE_ROWS / 4, SCAN_PAGE_ROWS / 2];
 /** How long a term's count of index matches (textPlan) is kept: it changes only with many writes, and never the result. */
 const PLAN_TTL_MS = 60_000;
 const PLANS_KEPT = 256;
@@ -427,36 +433,47 @@ export class EntryQuery {
    * order-key values `resume` of the previous page's last entry when given (its offset then already
    * applied), within `query.timeLimitMs`. `seek` is where the next page resumes, or null when this
    * page was the last. The values are plain data, so a walk can go on in another thread. A page that
-   * tests rows in order (`scan`) tests SCAN_PAGE_ROWS at most (scanBound): past them it ends, short
-   * of `limit` or empty, and the next page resumes after the last row it tested.
+   * tests rows in order (`scan`) tests SCAN_PAGE_ROWS at most, in SCAN_STEPS (scanBound): past them
+   * it ends, short of `limit` or empty, and the next page resumes after the last row it tested.
    */
   async listPage(query: EntryListQuery, limit: number, resume?: readonly unknown[]): Promise<{ rows: ListedEntry[]; seek: unknown[] | null }> {
+    type Row = Record<string, unknown> & Parameters<typeof toListed>[0];
     const order = totalOrder(query.order);
     // A later page resumes from where the previous one ended, which is past the query's own cursor.
-    const page = { ...query, limit, ...(resume ? { offset: 0 } : {}) };
-    const rows = (await this.run(query, async (db, check) => {
-      const until = scansInPages(page) ? await this.scanBound(page, db, resume).executeTakeFirst() : undefined;
-      if (until) page.until = { timestamp: Number(until.created_at), uuid: until.uuid };
-      // Column keys are read back from the columns selected anyway; only expressions need their own.
-      const select = this.select(page, db, check, resume).select(order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])));
-      return select.execute();
-    })) as unknown as (Record<string, unknown> & Parameters<typeof toListed>[0])[];
+    const page: EntryListQuery = { ...query, ...(resume ? { offset: 0 } : {}) };
+    const steps = scansInPages(page) ? SCAN_STEPS : [undefined];
+    const rows: Row[] = [];
+    let from = resume;
+    let until: EntryCursor | undefined;
+    await this.run(query, async (db, check) => {
+      for (const step of steps) {
+        const end = step === undefined ? undefined : await this.scanBound(page, step, db, from).executeTakeFirst();
+        until = end && { timestamp: Number(end.created_at), uuid: end.uuid };
+        // Column keys are read back from the columns selected anyway; only expressions need their own.
+        const select = this.select({ ...page, limit: limit - rows.length, ...(until ? { until } : {}) }, db, check, from).select(
+          order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
+        );
+        rows.push(...((await select.execute()) as unknown as Row[]));
+        if (rows.length === limit || until === undefined) return;
+        from = cursorValues(order, until);
+      }
+    });
     const last = rows[rows.length - 1];
     let seek: unknown[] | null = null;
     if (rows.length === limit && last !== undefined) seek = order.map((key, i) => ('column' in key ? last[key.column] : last[`k${i}`]));
-    else if (page.until) seek = cursorValues(order, page.until);
+    else if (until) seek = cursorValues(order, until);
     return { rows: rows.map(toListed), seek };
   }
 
   /**
-   * scanBound is the statement of where a page that tests rows in order stops (listPage): the
-   * position of the SCAN_PAGE_ROWS-th entry from the page's start among all those of the filter's
-   * states and dates, matching the term or not; no row when fewer remain. It reads the order index
-   * alone (state, timestamp, uuid), no entry. The read workers prepare it as it is.
+   * scanBound is the statement of where a step of a page that tests rows in order stops (listPage):
+   * the position of the `rows`-th entry from the step's start among all those of the filter's states
+   * and dates, matching the term or not; no row when fewer remain. It reads the order index alone
+   * (state, timestamp, uuid), no entry. The read workers prepare it as it is.
    */
-  scanBound(query: EntryListQuery, db = this.db, resume?: readonly unknown[]) {
+  scanBound(query: EntryListQuery, rows: number, db = this.db, resume?: readonly unknown[]) {
     const { q: _q, singleLine: _singleLine, ...plain } = query.filter ?? {};
-    const walked: EntryListQuery = { filter: plain, order: query.order, offset: SCAN_PAGE_ROWS - 1, limit: 1 };
+    const walked: EntryListQuery = { filter: plain, order: query.order, offset: rows - 1, limit: 1 };
     if (query.range) walked.range = query.range;
     if (query.after) walked.after = query.after;
     return this.select(walked, db, undefined, resume).clearSelect().select(['entries.created_at', 'entries.uuid']);

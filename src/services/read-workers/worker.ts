@@ -13,7 +13,7 @@ import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
 import { runODataRead, type ODataAnswer, type ODataRead } from '../../storage/odata-reads.ts';
-import { EntryQuery, scansInPages, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
+import { EntryQuery, SCAN_STEPS, scansInPages, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
 
 export interface PageTask {
   /** The SQLite file; one connection per worker, opened with the first task. */
@@ -96,8 +96,11 @@ const CURSOR = { timestamp: Symbol('cursor timestamp'), uuid: Symbol('cursor uui
 const UNTIL = { timestamp: Symbol('end timestamp'), uuid: Symbol('end uuid') };
 const LIMIT = Symbol('page size');
 
-/** How many export page statements a worker keeps (one an export at a time, as a rule). */
-const PAGE_STATEMENTS = 32;
+/**
+ * How many export page statements a worker keeps (one an export at a time, as a rule): an export
+ * tested in order has a dozen, its pages' and its steps' ends (EntryQuery.listPage).
+ */
+const PAGE_STATEMENTS = 64;
 let opened: Reader | undefined;
 
 /**
@@ -161,29 +164,38 @@ async function readPageRows<Row>(reader: Reader, task: PageTask, csv: boolean): 
   // order from the cursor, a bounded number of them, so that every page, the first too, stops early
   // (EntryQuery.textPlan, as for the search page).
   const textMatch = await query.textPlan(task.filter);
-  const planned: EntryListQuery = { filter: task.filter, ...(task.after ? { after: CURSOR as unknown as EntryCursor } : {}), ...(textMatch ? { textMatch } : {}) };
-  const shape = [task.filter, task.after !== undefined, textMatch];
+  const planned: EntryListQuery = { filter: task.filter, ...(textMatch ? { textMatch } : {}) };
+  const rows: Row[] = [];
+  let from = task.after;
   let until: EntryCursor | undefined;
-  if (scansInPages(planned)) {
-    const bound = prepared(reader, JSON.stringify(['until', ...shape]), () => query.scanBound(planned).compile(), 'raw');
-    const row = runPrepared<[number, string]>(bound, 0, task.after)[0];
-    if (row !== undefined) until = { timestamp: Number(row[0]), uuid: row[1] };
+  // As EntryQuery.listPage: a page tested in order takes its rows in steps, each up to its end.
+  for (const step of scansInPages(planned) ? SCAN_STEPS : [undefined]) {
+    const shape = [task.filter, from !== undefined, textMatch];
+    const walked = { ...planned, ...(from ? { after: CURSOR as unknown as EntryCursor } : {}) };
+    if (step !== undefined) {
+      const bound = prepared(reader, JSON.stringify(['until', ...shape, step]), () => query.scanBound(walked, step).compile(), 'raw');
+      const row = runPrepared<[number, string]>(bound, 0, from)[0];
+      until = row === undefined ? undefined : { timestamp: Number(row[0]), uuid: row[1] };
+    }
+    const page = prepared(
+      reader,
+      JSON.stringify(['page', ...shape, csv, until !== undefined]),
+      () => {
+        const ended = until ? { until: UNTIL as unknown as EntryCursor } : {};
+        const select = query.select({ ...walked, ...ended, limit: LIMIT as unknown as number }).clearSelect();
+        return (
+          csv
+            ? select.select(sql<StoredLine>`entries.uuid || ',' || entries.text || ',,' || entries.created_at || char(13, 10)`.as('line'))
+            : select.select(['entries.uuid', 'entries.text', 'entries.created_at'])
+        ).compile();
+      },
+      csv ? 'pluck' : 'raw',
+    );
+    rows.push(...runPrepared<Row>(page, task.pageSize - rows.length, from, until));
+    if (rows.length === task.pageSize || until === undefined) break;
+    from = until;
   }
-  const page = prepared(
-    reader,
-    JSON.stringify(['page', ...shape, csv, until !== undefined]),
-    () => {
-      const ended = until ? { until: UNTIL as unknown as EntryCursor } : {};
-      const select = query.select({ ...planned, ...ended, limit: LIMIT as unknown as number }).clearSelect();
-      return (
-        csv
-          ? select.select(sql<StoredLine>`entries.uuid || ',' || entries.text || ',,' || entries.created_at || char(13, 10)`.as('line'))
-          : select.select(['entries.uuid', 'entries.text', 'entries.created_at'])
-      ).compile();
-    },
-    csv ? 'pluck' : 'raw',
-  );
-  return { rows: runPrepared<Row>(page, task.pageSize, task.after, until), ...(until ? { until } : {}) };
+  return { rows, ...(until ? { until } : {}) };
 }
 
 /** A page of the search page, read in the worker (ReadWorkers.searchPage). */
