@@ -11,8 +11,10 @@
  *
  * Tasks are served by client (the request's address), in turn (fair-queue.ts): a client with many
  * tasks waiting delays another's next task by one of its own, and no client runs tasks on every
- * thread at once while another waits. The threads start with the first task and exit after a minute
- * without one.
+ * thread at once while another waits. A new request's task (a search page, an export's first page)
+ * goes before the tasks that continue answers (the later pages of exports and walks), so that it
+ * waits for the tasks running only: with an export's pages bounded (EntryQuery.listPage), not long.
+ * The threads start with the first task and exit after a minute without one.
  *
  * The queue is bounded: when READ_WORKER_QUEUE tasks already wait, a new export, search or OData
  * request is refused at once with ReadWorkersBusy (a 503 with Retry-After) instead of waiting behind
@@ -32,7 +34,7 @@ import type { ListedEntry, SearchPage } from '../../storage/entry-query.ts';
 import type { ODataAnswer, ODataRead } from '../../storage/odata-reads.ts';
 import { PoolBusy, retryAfterSeconds, TaskPool, workerModule } from '../worker-pool/index.ts';
 import { FairQueue } from './fair-queue.ts';
-import { PageSlots } from './page-slots.ts';
+import { PageSlots, SLOTTED_PAGE } from './page-slots.ts';
 import type { ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask } from './worker.ts';
 
 /** An idle worker exits after this long; the next task waits ~100 ms for a new one. */
@@ -139,19 +141,25 @@ export class ReadWorkers {
     let walked = 0;
     let written = 0;
     const task = async (after?: PageTask['after']) => {
-      // The first page comes on its own: an export of one page needs no slots (page-slots.ts).
-      const reserved = after === undefined ? undefined : slots?.take();
-      const result = await this.run<PageResult>(client, 'default', {
-        file: this.file,
-        format,
-        filter,
-        pageSize: pageSizeOf(pageSize, walked++),
-        variables,
-        seed,
-        page: written,
-        ...(after ? { after } : {}),
-        ...(reserved ? { slot: reserved.slot } : {}),
-      } satisfies PageTask);
+      const size = pageSizeOf(pageSize, walked++);
+      // The first page and small ones come on their own: an export of such pages needs no slots (page-slots.ts).
+      const reserved = after === undefined || size < SLOTTED_PAGE ? undefined : slots?.take();
+      const result = await this.run<PageResult>(
+        client,
+        'default',
+        {
+          file: this.file,
+          format,
+          filter,
+          pageSize: size,
+          variables,
+          seed,
+          page: written,
+          ...(after ? { after } : {}),
+          ...(reserved ? { slot: reserved.slot } : {}),
+        } satisfies PageTask,
+        { later: after !== undefined },
+      );
       return { ...result, slot: reserved?.index };
     };
     type Page = Awaited<ReturnType<typeof task>>;
@@ -233,7 +241,7 @@ export class ReadWorkers {
       client,
       'odataTask',
       { file: this.file, read, variableTokens } satisfies ODataTask,
-      (failure) => spent?.(failure.dbMs ?? 0),
+      { later: continued, failed: (failure) => spent?.(failure.dbMs ?? 0) },
     );
     spent?.(dbMs);
     return answer;
@@ -241,16 +249,17 @@ export class ReadWorkers {
 
   /**
    * run runs a task of worker.ts (`name`: its export) for `client` in its turn, and turns a failure
-   * back into an error of its kind (after telling `failed`).
+   * back into an error of its kind (after telling `failed`). A `later` task continues an answer (an
+   * export's or a walk's next page): a new request's task goes before it (FairQueue).
    */
   private async run<T>(
     client: string,
     name: 'default' | 'searchTask' | 'listTask' | 'odataTask',
     task: PageTask | SearchTask | ListTask | ODataTask,
-    failed?: (failure: PageFailure) => void,
+    { later = false, failed }: { later?: boolean; failed?: (failure: PageFailure) => void } = {},
   ): Promise<T> {
     const queued = performance.now();
-    const result = await this.queue.run(client, () => this.pool.run<T | PageFailure>(name, task));
+    const result = await this.queue.run(client, () => this.pool.run<T | PageFailure>(name, task), later);
     this.taskMs += (performance.now() - queued - this.taskMs) / 16;
     if (typeof result === 'object' && result !== null && 'failed' in result) {
       failed?.(result);
