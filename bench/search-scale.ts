@@ -2,7 +2,7 @@
  * The site's search page and an export with `q` at scale: the time to the first byte of each, for a
  * word in about 30 % of the entries, one in 1 % and one in 0.01 %, one request at a time and four at
  * once (each from its own address), and a rare word's search while another address runs four full
- * exports. Entries are generated in the database (texts of about 110 characters from a vocabulary,
+ * exports, and while four addresses each run an export with the 1 % word. Entries are generated in the database (texts of about 110 characters from a vocabulary,
  * timestamps over five years, 1 % hidden).
  *
  *   npm run bench:search
@@ -143,6 +143,12 @@ async function measure(base: string): Promise<Record<string, string>> {
   const beside = await Promise.all([firstByte(search(WORDS.rare), next()), firstByte(search(WORDS.common), next())]);
   row['search rare / common beside 4 full exports'] = beside.map((r) => ms(r.first)).join(' / ');
   await exports;
+  // Four addresses each run an export with a word in 1 % of the entries; searches come from others.
+  const qExports = Promise.all([0, 1, 2, 3].map(() => firstByte(exportQ(WORDS.onePercent), next())));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const amid = await Promise.all([firstByte(search(WORDS.rare), next()), firstByte(search(WORDS.common), next())]);
+  row['search rare / common beside 4 exports q 1 % (4 addresses)'] = amid.map((r) => ms(r.first)).join(' / ');
+  await qExports;
   return row;
 }
 

@@ -16,7 +16,7 @@ import { EXPORT_FORMATS, exportSelection, type ExportParams } from './domain/exp
 import { describeValidation } from './schemas/validation-wording.ts';
 import { ExportQuery } from './schemas/api.ts';
 import { compileRequestSchema } from './schemas/validator.ts';
-import { EXPORT_PAGE_SIZE, serializeExport } from './formats/export.ts';
+import { exportPageSize, serializeExport } from './formats/export.ts';
 import type { ImportResult } from './import/import-file.ts';
 import { prepareDatabase, startServer } from './server.ts';
 import type { RoundResult } from './services/galaxy/compute.ts';
@@ -100,7 +100,7 @@ program
     const parsed = exportSelection((typeof checked === 'object' ? checked.value : given) as ExportParams);
     if (!parsed.ok) throw new UsageError(asOption(parsed.detail));
     await withStorage(async (storage) => {
-      const chunks = serializeExport(parsed.value.format, storage.entryQuery.pages(parsed.value.filter, EXPORT_PAGE_SIZE), await storage.variables.values());
+      const chunks = serializeExport(parsed.value.format, storage.entryQuery.pages(parsed.value.filter, exportPageSize), await storage.variables.values());
       await pipeline(Readable.from(chunks), process.stdout);
     });
   });

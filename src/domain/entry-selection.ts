@@ -38,3 +38,16 @@ export function parseCursor(text: string): EntryCursor | null {
   const uuid = match ? parseUuid(match[2]!) : null;
   return match && uuid ? { timestamp: Number(match[1]), uuid } : null;
 }
+
+/**
+ * How many entries each page of a walk holds, by its number (0 for the first): one size for every
+ * page, or a schedule (the export's: formats/export.ts exportPageSize). A walk that reads its pages in
+ * another thread and one that reads them on the event loop follow the same schedule, so that they cut
+ * a file at the same places.
+ */
+export type PageSizes = number | ((page: number) => number);
+
+/** pageSizeOf is the size of page `page` (0 for the first) of a walk by `sizes`. */
+export function pageSizeOf(sizes: PageSizes, page: number): number {
+  return typeof sizes === 'number' ? sizes : sizes(page);
+}

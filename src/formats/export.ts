@@ -16,6 +16,23 @@ import { deliverEntry } from '../domain/delivered-entry.ts';
  */
 export const EXPORT_PAGE_SIZE = 1000;
 
+/**
+ * An export's first page: small, so that the first byte comes soon whatever the filter. A term
+ * matched by testing rows in order (EntryQuery.textPlan) meets a few dozen matches long before a
+ * full page of them; the client has the start of its file meanwhile.
+ */
+export const EXPORT_FIRST_PAGE_SIZE = 50;
+
+/**
+ * exportPageSize is the size of an export's page `page` (0 for the first): EXPORT_FIRST_PAGE_SIZE,
+ * then each page twice the one before, up to EXPORT_PAGE_SIZE. The read workers and the walk on the
+ * event loop (EntryQuery.pages) both follow it, so that either cuts a file at the same entries and
+ * draws its server variables the same way (pagePick).
+ */
+export function exportPageSize(page: number): number {
+  return Math.min(EXPORT_PAGE_SIZE, EXPORT_FIRST_PAGE_SIZE * 2 ** Math.min(page, 16));
+}
+
 export const EXPORT_CONTENT_TYPES: Readonly<Record<ExportFormat, string>> = {
   csv: 'text/csv; charset=utf-8',
   json: 'application/json; charset=utf-8',
@@ -44,8 +61,9 @@ export async function readAhead<T>(iterable: AsyncIterable<T>): Promise<AsyncIte
 }
 
 /**
- * exportSeed draws the seed of one export's server-variable picks. Page `n` of the export picks
- * with `pagePick(seed, n)`, wherever it is written (on the event loop, or in an export worker,
+ * exportSeed draws the seed of one export's server-variable picks. Page `n` of the export (counting
+ * the pages that hold entries: a page may come back empty, EntryQuery.listPage) picks with
+ * `pagePick(seed, n)`, wherever it is written (on the event loop, or in an export worker,
  * services/read-workers), so an export is one reproducible draw: the same seed gives the same file on
  * either engine and on either path.
  */
@@ -53,7 +71,7 @@ export function exportSeed(): string {
   return Math.floor(Math.random() * 2 ** 32).toString(36);
 }
 
-/** pagePick is the pick of page `page` (0 for the first) of the export drawn as `seed`. */
+/** pagePick is the pick of page `page` (0 for the first that holds entries) of the export drawn as `seed`. */
 export function pagePick(seed: string, page: number): PickIndex {
   return seededPick(`${seed}/${page}`);
 }

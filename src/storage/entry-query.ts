@@ -9,11 +9,11 @@ import { sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { EngineQuirks } from '../db/dialects/quirks.ts';
 import { TimeLimitError } from '../db/time-limit.ts';
 import type { DB, EntryState } from '../db/schema.ts';
-import type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
+import { pageSizeOf, type EntryCursor, type EntryFilter, type PageSizes } from '../domain/entry-selection.ts';
 import { searchKey } from '../domain/search-text.ts';
 import type { EntryRecord } from '../domain/records.ts';
 
-export type { EntryCursor, EntryFilter } from '../domain/entry-selection.ts';
+export type { EntryCursor, EntryFilter, PageSizes } from '../domain/entry-selection.ts';
 export { TimeLimitError };
 
 /**
@@ -41,16 +41,22 @@ const COUNT_TIME_MS = 100;
 const WALK_TIME_MS = 100;
 /**
  * A term the search index finds in at most this many entries is matched through the index (its
- * matches read and sorted: a few milliseconds); one found in more, by walking the order and testing
- * rows, which meets a page's worth of matches soon: at 10 million entries one row in 5,000 matches.
+ * matches read and sorted); one found in more, by walking the order and testing rows, which meets a
+ * page's worth of matches soon. The search page, the admin search and the export choose alike.
  */
 export const FEW_MATCHES = 2000;
 /**
- * The same for an export, whose pages hold 1,000 entries: through the index each page reads all the
- * term's matches again (20,000: about 30 ms), where the walk would test a million rows a page for a
- * term in one entry of 1,000.
+ * A page of a walk that tests rows in order (`scan`, listPage) tests at most this many, matching or
+ * not, and ends there, with fewer entries than asked or none, when the term is rarer than the page
+ * needs: so no page of an export holds its thread long, however rare the term in the rows it passes.
  */
-export const EXPORT_FEW_MATCHES = 20_000;
+export const SCAN_PAGE_ROWS = 20_000;
+/**
+ * The steps a page that tests rows in order takes them in, SCAN_PAGE_ROWS in all: each step's end is
+ * read from the order index first, and a page that is full within its first steps (a term in many
+ * entries) reads no further end. The page holds the same entries whatever the steps.
+ */
+export const SCAN_STEPS: readonly number[] = [SCAN_PAGE_ROWS / 8, SCAN_PAGE_ROWS / 8, SCAN_PAGE_ROWS / 4, SCAN_PAGE_ROWS / 2];
 /** How long a term's count of index matches (textPlan) is kept: it changes only with many writes, and never the result. */
 const PLAN_TTL_MS = 60_000;
 const PLANS_KEPT = 256;
@@ -105,6 +111,8 @@ export interface EntryListQuery {
   range?: TimestampRange;
   /** Resume after the entry at this position in `order`; needs a keyset order (see isKeysetOrder). */
   after?: EntryCursor;
+  /** End at the entry at this position in `order`, included (a page of a bounded walk, listPage); needs a keyset order. */
+  until?: EntryCursor;
   offset?: number;
   limit?: number;
   /** Each statement of the query may run this long; past it, it fails with TimeLimitError (db/time-limit.ts). */
@@ -160,8 +168,8 @@ function totalOrder(order: readonly EntryOrderKey[] | undefined): EntryOrderKey[
 }
 
 export class EntryQuery {
-  /** What the search index found per term (textPlan): how many, asked for at most `limit`. */
-  private readonly plans = new Map<string, { found: number | null; limit: number; until: number }>();
+  /** What the search index found per term (textPlan): how many, up to FEW_MATCHES + 1. */
+  private readonly plans = new Map<string, { found: number | null; until: number }>();
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -176,8 +184,10 @@ export class EntryQuery {
   select(query: EntryListQuery, db = this.db, check?: Expression<SqlBool>, resume?: readonly unknown[]) {
     const order = totalOrder(query.order);
     const values = resume ?? (query.after ? cursorValues(order, query.after) : undefined);
-    let select = this.matching(query, db, check, order, values);
+    const until = query.until ? cursorValues(order, query.until) : undefined;
+    let select = this.matching(query, db, check, order, values, until);
     if (values) select = select.where(afterValues(order, values));
+    if (until) select = select.where(notAfterValues(order, until));
     for (const key of order) select = select.orderBy(keyExpression(key), key.direction);
     if (query.limit !== undefined) select = select.limit(query.limit);
     if (query.offset) {
@@ -200,6 +210,7 @@ export class EntryQuery {
     check?: Expression<SqlBool>,
     order: readonly EntryOrderKey[] = OLDEST_FIRST,
     values?: readonly unknown[],
+    until?: readonly unknown[],
   ) {
     let select = db.selectFrom('entries').select(['entries.uuid', 'entries.text', 'entries.created_at', 'entries.state']);
     const q = filter.q ? searchKey(filter.q) : '';
@@ -213,7 +224,7 @@ export class EntryQuery {
     if (check) select = select.where(check);
     if (q !== '') select = select.where(this.quirks.containsText(q, textMatch === 'scan'));
     const createdAt = byIndex ? sql<number>`entries.created_at + 0` : CREATED;
-    for (const bound of timestampBounds(filter, range, order, values, createdAt)) select = select.where(bound);
+    for (const bound of timestampBounds(filter, range, order, values, until, createdAt)) select = select.where(bound);
     if (filter.singleLine) select = select.where('entries.text', 'not like', '%\n%').where('entries.text', 'not like', '%\r%');
     if (where) select = select.where(where);
     return select;
@@ -247,23 +258,23 @@ export class EntryQuery {
 
   /**
    * textPlan chooses how a term is matched (EntryListQuery.textMatch): through the index when it
-   * finds the term in `few` entries at most, else by testing rows in order; undefined when the
+   * finds the term in FEW_MATCHES entries at most, else by testing rows in order; undefined when the
    * engine chooses by itself (quirks' countIndexMatches) or there is no term. The index is asked for
-   * `few` + 1 entries at most, so the choice itself stops early; what it found is kept a minute.
+   * FEW_MATCHES + 1 entries at most, so the choice itself stops early; what it found is kept a minute.
+   * The search page, the admin search and the export (each of its pages) all choose by it.
    */
-  async textPlan(filter: EntryFilter, few = FEW_MATCHES): Promise<TextMatch | undefined> {
+  async textPlan(filter: EntryFilter): Promise<TextMatch | undefined> {
     const q = filter.q ? searchKey(filter.q) : '';
     if (q === '') return undefined;
     let kept = this.plans.get(q);
-    // A count that stopped at its limit says "at least that many": enough for a smaller `few` only.
-    if (kept === undefined || kept.until <= Date.now() || (kept.found === kept.limit && kept.limit <= few)) {
-      const found = await this.quirks.countIndexMatches(this.db, q, few + 1);
-      kept = { found, limit: few + 1, until: Date.now() + PLAN_TTL_MS };
+    if (kept === undefined || kept.until <= Date.now()) {
+      const found = await this.quirks.countIndexMatches(this.db, q, FEW_MATCHES + 1);
+      kept = { found, until: Date.now() + PLAN_TTL_MS };
       this.plans.delete(q);
       if (this.plans.size >= PLANS_KEPT) this.plans.delete(this.plans.keys().next().value!);
       this.plans.set(q, kept);
     }
-    return kept.found === null ? undefined : kept.found > few ? 'scan' : 'index';
+    return kept.found === null ? undefined : kept.found > FEW_MATCHES ? 'scan' : 'index';
   }
 
   /**
@@ -307,6 +318,15 @@ export class EntryQuery {
       total = counted === null ? null : counted > COUNT_CAP ? { n: COUNT_CAP, over: true } : { n: counted, over: false };
     }
     return { found, more, total, rank };
+  }
+
+  /**
+   * find lists the entries of a search (the admin search: any order of columns, a cursor, a limit)
+   * by the plan the site's search page uses for its term (textPlan), each read stopping early.
+   */
+  async find(query: EntryListQuery): Promise<ListedEntry[]> {
+    const textMatch = await this.textPlan(query.filter ?? {});
+    return this.walk({ ...query, ...(textMatch ? { textMatch } : {}) });
   }
 
   /**
@@ -389,13 +409,14 @@ export class EntryQuery {
    * for any order), so no page re-sorts what earlier pages skipped, and the walk neither skips nor
    * repeats entries while others are added. Between pages the event loop is given back. Stopping the
    * iteration (a client that disconnects) stops the walk. `query.timeLimitMs` bounds the first page;
-   * `laterTimeLimitMs`, when given, each later one.
+   * `laterTimeLimitMs`, when given, each later one. A page that tests rows in order may end short, or
+   * empty, before the walk does (listPage); only pages with entries are yielded.
    */
-  async *listPages(query: EntryListQuery, pageSize = STREAM_PAGE_SIZE, laterTimeLimitMs?: number): AsyncGenerator<ListedEntry[]> {
+  async *listPages(query: EntryListQuery, pageSize: PageSizes = STREAM_PAGE_SIZE, laterTimeLimitMs?: number): AsyncGenerator<ListedEntry[]> {
     let remaining = query.limit ?? Number.POSITIVE_INFINITY;
     let resume: unknown[] | undefined;
-    while (remaining > 0) {
-      const limit = Math.min(pageSize, remaining);
+    for (let page = 0; remaining > 0; page++) {
+      const limit = Math.min(pageSizeOf(pageSize, page), remaining);
       const { rows, seek } = await this.listPage(resume ? { ...query, timeLimitMs: laterTimeLimitMs } : query, limit, resume);
       if (rows.length > 0) yield rows;
       if (seek === null) return;
@@ -411,32 +432,70 @@ export class EntryQuery {
    * listPage reads one page of a walk (listPages): up to `limit` entries of `query`, after the
    * order-key values `resume` of the previous page's last entry when given (its offset then already
    * applied), within `query.timeLimitMs`. `seek` is where the next page resumes, or null when this
-   * page was the last. The values are plain data, so a walk can go on in another thread.
+   * page was the last. The values are plain data, so a walk can go on in another thread. A page that
+   * tests rows in order (`scan`) tests SCAN_PAGE_ROWS at most, in SCAN_STEPS (scanBound): past them
+   * it ends, short of `limit` or empty, and the next page resumes after the last row it tested.
    */
   async listPage(query: EntryListQuery, limit: number, resume?: readonly unknown[]): Promise<{ rows: ListedEntry[]; seek: unknown[] | null }> {
+    type Row = Record<string, unknown> & Parameters<typeof toListed>[0];
     const order = totalOrder(query.order);
-    const rows = (await this.run(query, (db, check) => {
-      // Column keys are read back from the columns selected anyway; only expressions need their own.
-      // A later page resumes from where the previous one ended, which is past the query's own cursor.
-      const select = this.select({ ...query, limit, ...(resume ? { offset: 0 } : {}) }, db, check, resume).select(
-        order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
-      );
-      return select.execute();
-    })) as unknown as (Record<string, unknown> & Parameters<typeof toListed>[0])[];
+    // A later page resumes from where the previous one ended, which is past the query's own cursor.
+    const page: EntryListQuery = { ...query, ...(resume ? { offset: 0 } : {}) };
+    const steps = scansInPages(page) ? SCAN_STEPS : [undefined];
+    const rows: Row[] = [];
+    let from = resume;
+    let until: EntryCursor | undefined;
+    await this.run(query, async (db, check) => {
+      for (const step of steps) {
+        const end = step === undefined ? undefined : await this.scanBound(page, step, db, from).executeTakeFirst();
+        until = end && { timestamp: Number(end.created_at), uuid: end.uuid };
+        // Column keys are read back from the columns selected anyway; only expressions need their own.
+        const select = this.select({ ...page, limit: limit - rows.length, ...(until ? { until } : {}) }, db, check, from).select(
+          order.flatMap((key, i) => ('column' in key ? [] : [sql`${keyExpression(key)}`.as(`k${i}`)])),
+        );
+        rows.push(...((await select.execute()) as unknown as Row[]));
+        if (rows.length === limit || until === undefined) return;
+        from = cursorValues(order, until);
+      }
+    });
     const last = rows[rows.length - 1];
-    const seek = rows.length < limit || last === undefined ? null : order.map((key, i) => ('column' in key ? last[key.column] : last[`k${i}`]));
+    let seek: unknown[] | null = null;
+    if (rows.length === limit && last !== undefined) seek = order.map((key, i) => ('column' in key ? last[key.column] : last[`k${i}`]));
+    else if (until) seek = cursorValues(order, until);
     return { rows: rows.map(toListed), seek };
   }
 
   /**
-   * pages walks every entry matching `filter`, oldest first (the export): a search term found in
-   * few entries through the index, one found in many by testing rows in order (textPlan), so that
-   * the first page, like each after it, stops early.
+   * scanBound is the statement of where a step of a page that tests rows in order stops (listPage):
+   * the position of the `rows`-th entry from the step's start among all those of the filter's states
+   * and dates, matching the term or not; no row when fewer remain. It reads the order index alone
+   * (state, timestamp, uuid), no entry. The read workers prepare it as it is.
    */
-  async *pages(filter: EntryFilter, pageSize = STREAM_PAGE_SIZE): AsyncGenerator<ListedEntry[]> {
-    const textMatch = await this.textPlan(filter, EXPORT_FEW_MATCHES);
+  scanBound(query: EntryListQuery, rows: number, db = this.db, resume?: readonly unknown[]) {
+    const { q: _q, singleLine: _singleLine, ...plain } = query.filter ?? {};
+    const walked: EntryListQuery = { filter: plain, order: query.order, offset: rows - 1, limit: 1 };
+    if (query.range) walked.range = query.range;
+    if (query.after) walked.after = query.after;
+    return this.select(walked, db, undefined, resume).clearSelect().select(['entries.created_at', 'entries.uuid']);
+  }
+
+  /**
+   * pages walks every entry matching `filter`, oldest first (the export), in pages of `pageSize`: a
+   * search term found in few entries through the index, one found in many by testing rows in order
+   * (textPlan, as the search page chooses), so that the first page, like each after it, stops early.
+   */
+  async *pages(filter: EntryFilter, pageSize: PageSizes = STREAM_PAGE_SIZE): AsyncGenerator<ListedEntry[]> {
+    const textMatch = await this.textPlan(filter);
     yield* this.listPages({ filter, ...(textMatch ? { textMatch } : {}) }, pageSize);
   }
+}
+
+/**
+ * scansInPages tells whether a page of `query` tests rows in order and so is bounded by scanBound:
+ * the term matched by `scan`, an order of columns, no offset (an offset counts matches, not rows).
+ */
+export function scansInPages(query: EntryListQuery): boolean {
+  return query.textMatch === 'scan' && isKeysetOrder(query.order) && !query.offset;
 }
 
 function keyExpression(key: EntryOrderKey): Expression<unknown> {
@@ -485,6 +544,29 @@ function afterValues(order: readonly EntryOrderKey[], values: readonly unknown[]
   return sql<SqlBool>`(${bound} and ${condition})`;
 }
 
+/**
+ * notAfterValues is the condition "at or before the entry whose column order keys had these values"
+ * (EntryListQuery.until): some key before its value while every key before it is equal, or all equal.
+ * A timestamp first key has its bound in timestampBounds, merged with the filter's; another first key
+ * gets the redundant bound an index stops at, as in afterValues.
+ */
+function notAfterValues(order: readonly EntryOrderKey[], values: readonly unknown[]): Expression<SqlBool> {
+  const alternatives: Expression<SqlBool>[] = [];
+  const equalSoFar: Expression<SqlBool>[] = [];
+  order.forEach((key, i) => {
+    const expression = keyExpression(key);
+    const before = key.direction === 'asc' ? sql<SqlBool>`${expression} < ${values[i]}` : sql<SqlBool>`${expression} > ${values[i]}`;
+    alternatives.push(equalSoFar.length === 0 ? before : sql<SqlBool>`(${sql.join([...equalSoFar, before], sql` and `)})`);
+    equalSoFar.push(sql<SqlBool>`${expression} = ${values[i]}`);
+  });
+  alternatives.push(sql<SqlBool>`(${sql.join(equalSoFar, sql` and `)})`);
+  const condition = sql<SqlBool>`(${sql.join(alternatives, sql` or `)})`;
+  if (startsWithTimestamp(order)) return condition;
+  const first = keyExpression(order[0]!);
+  const bound = order[0]!.direction === 'asc' ? sql<SqlBool>`${first} <= ${values[0]}` : sql<SqlBool>`${first} >= ${values[0]}`;
+  return sql<SqlBool>`(${bound} and ${condition})`;
+}
+
 function startsWithTimestamp(order: readonly EntryOrderKey[]): boolean {
   const first = order[0];
   return first !== undefined && 'column' in first && first.column === 'created_at';
@@ -497,7 +579,8 @@ const bigint = (value: unknown) => sql`cast(${value} as bigint)`;
 
 /**
  * timestampBounds is at most one lower and one upper bound on the timestamp: the tightest of the
- * filter's `after`/`before`, the `range`, and the cursor's timestamp when the order starts with it.
+ * filter's `after`/`before`, the `range`, and the cursor's timestamp (and the `until` position's, on
+ * the other side) when the order starts with it.
  * An engine seeks its index to one bound per side: SQLite picks one of several, and when it picks the
  * filter's instead of the cursor's, every page of a walk starts at the beginning of the range, so that
  * the walk costs the square of its length. The cursor's value is a parameter, not looked at here (an
@@ -509,6 +592,7 @@ function timestampBounds(
   range: TimestampRange | undefined,
   order: readonly EntryOrderKey[],
   values: readonly unknown[] | undefined,
+  until: readonly unknown[] | undefined,
   created: Expression<unknown>,
 ): Expression<SqlBool>[] {
   // Timestamps are whole seconds: "after a" is "from floor(a) + 1".
@@ -521,6 +605,10 @@ function timestampBounds(
   if (values !== undefined && startsWithTimestamp(order) && values[0] !== null && values[0] !== undefined) {
     if (order[0]!.direction === 'asc') cursorLow = values[0];
     else cursorHigh = values[0];
+  }
+  if (until !== undefined && startsWithTimestamp(order)) {
+    if (order[0]!.direction === 'asc') cursorHigh = until[0];
+    else cursorLow = until[0];
   }
   const bounds: Expression<SqlBool>[] = [];
   if (cursorLow !== undefined && low !== undefined) {

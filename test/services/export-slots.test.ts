@@ -76,7 +76,7 @@ describe.runIf(sqlite)('an export over a real socket', () => {
     });
   }
 
-  it('takes no slot for an export of one page', async () => {
+  it('takes no slot for an export of a few small pages', async () => {
     const take = vi.spyOn(PageSlots.prototype, 'take');
     const path = '/api/v1/nonsense?format=csv&after=1700300000&before=1700300500';
     const body = await download(path, false);

@@ -49,6 +49,23 @@ describe('FairQueue', () => {
     await Promise.all(runs);
   });
 
+  it('takes a new request before the pages that continue answers, but not forever', async () => {
+    const queue = new FairQueue(1);
+    const log: string[] = [];
+    const started = (name: string) => jobs.find((j) => j.name === name)!;
+    const jobs = ['a1', 'b2', 'c2', 'd1', 'e1', 'f1'].map((name) => ({ name, ...gatedJob(log, name) }));
+    // a1 runs; b and c wait with later pages of their exports; d, e and f come with new requests.
+    const runs = jobs.map((job) => queue.run(job.name[0]!, job.run, job.name.endsWith('2')));
+    for (let i = 0; i < jobs.length; i++) {
+      await settle();
+      started(log.at(-1)!).finish();
+    }
+    await Promise.all(runs);
+    // d1 goes before the later pages waiting ahead of it in turn; then, one slot, b2 has its turn
+    // before e1 does, and e1 goes before c2.
+    expect(log).toEqual(['a1', 'd1', 'b2', 'e1', 'c2', 'f1']);
+  });
+
   it('gives the slot back when a job fails', async () => {
     const queue = new FairQueue(1);
     await expect(queue.run('a', () => Promise.reject(new Error('no')))).rejects.toThrow('no');

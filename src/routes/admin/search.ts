@@ -30,7 +30,7 @@ const adminSearchRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // One more than asked tells whether another page exists without a count.
       const query = { filter: { q: term.value, state }, order: NEWEST_FIRST, limit: limit + 1, ...(after ? { after } : {}) };
       // An embedded database file is searched in the worker thread, off the event loop (services/read-workers).
-      const found = app.readWorkers ? await app.readWorkers.list(query, { client: app.fairShare.clientOf(request) }) : await app.storage.entryQuery.list(query);
+      const found = app.readWorkers ? await app.readWorkers.list(query, { client: app.fairShare.clientOf(request) }) : await app.storage.entryQuery.find(query);
       const entries = found.slice(0, limit);
       if (found.length > limit) reply.header('link', nextPageLink(request, encodeCursor(entries.at(-1)!)));
       return entries;

@@ -4,7 +4,7 @@ import { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { exportSelection } from '../../domain/export-params.ts';
-import { EXPORT_CONTENT_TYPES, EXPORT_PAGE_SIZE, readAhead, serializeExport } from '../../formats/export.ts';
+import { EXPORT_CONTENT_TYPES, exportPageSize, readAhead, serializeExport } from '../../formats/export.ts';
 import { notModified, revisionTag } from '../../http/cache.ts';
 import { badRequest } from '../../http/problem.ts';
 import { ExportCsv, ExportQuery, ExportTxt, Entries, NOT_MODIFIED, problemResponses } from '../../schemas/api.ts';
@@ -53,8 +53,8 @@ const exportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // A HEAD reads the first page too, so it fails where its GET would; the stream is closed unread
       // (plugins/head.ts).
       const chunks = workers
-        ? await workers.open(format, filter, EXPORT_PAGE_SIZE, values, { pending, client: app.fairShare.clientOf(request) })
-        : serializeExport(format, await readAhead(entryQuery.pages(filter, EXPORT_PAGE_SIZE)), values);
+        ? await workers.open(format, filter, exportPageSize, values, { pending, client: app.fairShare.clientOf(request) })
+        : serializeExport(format, await readAhead(entryQuery.pages(filter, exportPageSize)), values);
       reply
         .type(EXPORT_CONTENT_TYPES[format])
         .header('content-disposition', `attachment; filename="nonsense.${format}"`);

@@ -3,14 +3,22 @@
  * in arrival order: a client with fifty jobs waiting delays another client's next job by one of its
  * own, not by fifty. Each client has at most `perClient` jobs running at once, so that one client can
  * never hold every slot while others wait.
+ *
+ * A job that continues work already answering (the later pages of an export or of an OData walk) is
+ * `later`: a new request's job (a search page, an export's first page) goes before it, whatever the
+ * turn, so that a search waits for the jobs running, not also for the pages of every export ahead of
+ * it. So that a stream of new requests cannot hold the files being sent still, a later job waits for
+ * at most `slots` new ones taken past it; then the turn order takes over again.
  */
 export class FairQueue {
   /** Waiting jobs by client, each client's in arrival order; a client is here while it has any. */
-  private readonly waiting = new Map<string, (() => void)[]>();
+  private readonly waiting = new Map<string, { start: () => void; later: boolean }[]>();
   /** Running jobs by client. */
   private readonly running = new Map<string, number>();
   private active = 0;
   private queued = 0;
+  /** New jobs taken past a waiting later one since the turn order last had its way. */
+  private passed = 0;
 
   constructor(
     /** Jobs that run at once in all. */
@@ -24,12 +32,12 @@ export class FairQueue {
     return this.queued + this.active;
   }
 
-  /** run runs `job` for `client` once its turn comes, and settles as the job does. */
-  async run<T>(client: string, job: () => Promise<T>): Promise<T> {
+  /** run runs `job` for `client` once its turn comes, and settles as the job does; `later` marks work that continues an answer. */
+  async run<T>(client: string, job: () => Promise<T>, later = false): Promise<T> {
     await new Promise<void>((start) => {
       const jobs = this.waiting.get(client);
-      if (jobs === undefined) this.waiting.set(client, [start]);
-      else jobs.push(start);
+      if (jobs === undefined) this.waiting.set(client, [{ start, later }]);
+      else jobs.push({ start, later });
       this.queued++;
       this.dispatch();
     });
@@ -46,20 +54,28 @@ export class FairQueue {
 
   /**
    * dispatch starts waiting jobs while slots are free: the first client in turn that may run one
-   * more. A client served goes to the back of the turn (a Map keeps insertion order).
+   * more and whose next job is new, else the first in turn that may run one. A client served goes to
+   * the back of the turn (a Map keeps insertion order).
    */
   private dispatch(): void {
     while (this.active < this.slots) {
       let chosen: string | undefined;
-      for (const client of this.waiting.keys()) {
-        if ((this.running.get(client) ?? 0) < this.perClient) {
-          chosen = client;
+      let fresh: string | undefined;
+      for (const [client, jobs] of this.waiting) {
+        if ((this.running.get(client) ?? 0) >= this.perClient) continue;
+        chosen ??= client;
+        if (!jobs[0]!.later) {
+          fresh = client;
           break;
         }
       }
       if (chosen === undefined) return;
+      if (fresh !== undefined && fresh !== chosen && this.passed < this.slots) {
+        this.passed++;
+        chosen = fresh;
+      } else if (fresh !== chosen) this.passed = 0;
       const jobs = this.waiting.get(chosen)!;
-      const start = jobs.shift()!;
+      const { start } = jobs.shift()!;
       this.waiting.delete(chosen);
       if (jobs.length > 0) this.waiting.set(chosen, jobs);
       this.queued--;

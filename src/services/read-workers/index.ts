@@ -11,8 +11,10 @@
  *
  * Tasks are served by client (the request's address), in turn (fair-queue.ts): a client with many
  * tasks waiting delays another's next task by one of its own, and no client runs tasks on every
- * thread at once while another waits. The threads start with the first task and exit after a minute
- * without one.
+ * thread at once while another waits. A new request's task (a search page, an export's first page)
+ * goes before the tasks that continue answers (the later pages of exports and walks), so that it
+ * waits for the tasks running only: with an export's pages bounded (EntryQuery.listPage), not long.
+ * The threads start with the first task and exit after a minute without one.
  *
  * The queue is bounded: when READ_WORKER_QUEUE tasks already wait, a new export, search or OData
  * request is refused at once with ReadWorkersBusy (a 503 with Retry-After) instead of waiting behind
@@ -22,7 +24,7 @@
  */
 import type { DatabaseTarget } from '../../config.ts';
 import type { ExportFormat } from '../../domain/export-params.ts';
-import type { EntryFilter } from '../../domain/entry-selection.ts';
+import { pageSizeOf, type EntryFilter, type PageSizes } from '../../domain/entry-selection.ts';
 import type { ServerVariables } from '../../domain/variables.ts';
 import { exportHead, exportSeed, exportTail } from '../../formats/export.ts';
 import { readWorkersRefused, watchReadWorkers } from '../../metrics/registry.ts';
@@ -32,7 +34,7 @@ import type { ListedEntry, SearchPage } from '../../storage/entry-query.ts';
 import type { ODataAnswer, ODataRead } from '../../storage/odata-reads.ts';
 import { PoolBusy, retryAfterSeconds, TaskPool, workerModule } from '../worker-pool/index.ts';
 import { FairQueue } from './fair-queue.ts';
-import { PageSlots } from './page-slots.ts';
+import { PageSlots, SLOTTED_PAGE } from './page-slots.ts';
 import { entryJsonFromWire } from '../../formats/entry.ts';
 import type { Draw, ReadyEntry } from '../entries/index.ts';
 import type { DrawnEntry, DrawTask, ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask } from './worker.ts';
@@ -122,7 +124,8 @@ export class ReadWorkers {
 
   /**
    * open starts an export: it reads the first page, so that a failure there becomes an error answer
-   * before any byte is sent, and returns the whole file, that page included, a page per chunk. The
+   * before any byte is sent, and returns the whole file, that page included, a page per chunk, the
+   * pages as large as `pageSize` says for each (formats/export.ts exportPageSize). The
    * page after next is asked for only once the previous one has been taken (the response's
    * backpressure); stopping the iteration (a client gone) stops the walk. With `pending` (the bytes
    * the response has been given and not sent yet), the pages travel in the export's slots
@@ -131,33 +134,47 @@ export class ReadWorkers {
   async open(
     format: ExportFormat,
     filter: EntryFilter,
-    pageSize: number,
+    pageSize: PageSizes,
     variables: ServerVariables,
     { pending, client = ANYONE }: TaskOptions & { pending?: () => number } = {},
   ): Promise<AsyncGenerator<Uint8Array>> {
     this.admit();
     const seed = exportSeed();
     const slots = pending === undefined ? undefined : new PageSlots(pending);
-    let page = 0;
+    // Pages read, and pages that held entries: a page that tests rows in order may come back empty
+    // (EntryQuery.listPage), and the file's start and its picks count only the others (PageTask.page).
+    let walked = 0;
+    let written = 0;
     const task = async (after?: PageTask['after']) => {
-      // The first page comes on its own: an export of one page needs no slots (page-slots.ts).
-      const reserved = after === undefined ? undefined : slots?.take();
-      const result = await this.run<PageResult>(client, 'default', {
-        file: this.file,
-        format,
-        filter,
-        pageSize,
-        variables,
-        seed,
-        page: page++,
-        ...(after ? { after } : {}),
-        ...(reserved ? { slot: reserved.slot } : {}),
-      } satisfies PageTask);
+      const size = pageSizeOf(pageSize, walked++);
+      // The first page and small ones come on their own: an export of such pages needs no slots (page-slots.ts).
+      const reserved = after === undefined || size < SLOTTED_PAGE ? undefined : slots?.take();
+      const result = await this.run<PageResult>(
+        client,
+        'default',
+        {
+          file: this.file,
+          format,
+          filter,
+          pageSize: size,
+          variables,
+          seed,
+          page: written,
+          ...(after ? { after } : {}),
+          ...(reserved ? { slot: reserved.slot } : {}),
+        } satisfies PageTask,
+        { later: after !== undefined },
+      );
       return { ...result, slot: reserved?.index };
     };
     type Page = Awaited<ReturnType<typeof task>>;
     /** own is a chunk of the file that comes in a buffer of its own, counted when there are slots. */
     const own = (bytes: Uint8Array) => (slots === undefined ? bytes : slots.counts(bytes));
+    /** counted counts a page that holds entries, before the next page is asked for. */
+    const counted = (page: Page): Page => {
+      if (typeof page.bytes === 'number' ? page.bytes > 0 : page.bytes.length > 0) written++;
+      return page;
+    };
     /** chunk is a page's chunk of the file, or null for an empty page. */
     const chunk = ({ bytes, slot }: Page): Uint8Array | null => {
       if (typeof bytes === 'number') {
@@ -168,8 +185,7 @@ export class ReadWorkers {
       if (slot !== undefined) slots!.release(slot);
       return bytes.length === 0 ? null : own(bytes);
     };
-    const first = await task();
-    const empty = typeof first.bytes === 'number' ? first.bytes === 0 : first.bytes.length === 0;
+    const first = counted(await task());
     const encoder = new TextEncoder();
     async function* file(): AsyncGenerator<Uint8Array> {
       const head = exportHead(format);
@@ -188,12 +204,12 @@ export class ReadWorkers {
       if (piece !== null) yield piece;
       while (ahead !== null) {
         // After this await, every chunk yielded before has been written to the response (PageSlots.take).
-        current = await ahead;
+        current = counted(await ahead);
         ahead = readAhead(current.next);
         piece = chunk(current);
         if (piece !== null) yield piece;
       }
-      const tail = exportTail(format, empty);
+      const tail = exportTail(format, written === 0);
       if (tail !== '') yield own(encoder.encode(tail));
     }
     return file();
@@ -209,7 +225,7 @@ export class ReadWorkers {
     return this.run<SearchPage>(client, 'searchTask', { file: this.file, filter, limit, position } satisfies SearchTask);
   }
 
-  /** list reads a list of entries (EntryQuery.list) in the worker: the admin search, for one. */
+  /** list reads a search's list of entries (EntryQuery.find, the search page's plan) in the worker: the admin search. */
   list(query: ListTask['query'], { client = ANYONE }: TaskOptions = {}): Promise<ListedEntry[]> {
     this.admit();
     return this.run<ListedEntry[]>(client, 'listTask', { file: this.file, query } satisfies ListTask);
@@ -230,7 +246,7 @@ export class ReadWorkers {
       client,
       'odataTask',
       { file: this.file, read, variableTokens } satisfies ODataTask,
-      (failure) => spent?.(failure.dbMs ?? 0),
+      { later: continued, failed: (failure) => spent?.(failure.dbMs ?? 0) },
     );
     spent?.(dbMs);
     return answer;
@@ -244,22 +260,24 @@ export class ReadWorkers {
    */
   async draws(draws: readonly Draw[], variables: ServerVariables): Promise<Array<ReadyEntry | null>> {
     this.admit();
-    const drawn = await this.run<DrawnEntry[]>(DRAWS_CLIENT, 'drawTask', { file: this.file, draws, variables } satisfies DrawTask);
+    // Work ahead of the requests: a new request's task goes before it.
+    const drawn = await this.run<DrawnEntry[]>(DRAWS_CLIENT, 'drawTask', { file: this.file, draws, variables } satisfies DrawTask, { later: true });
     return drawn.map((entry) => (entry === null ? null : { json: entryJsonFromWire(entry.json), asciiBytes: entry.asciiBytes }));
   }
 
   /**
    * run runs a task of worker.ts (`name`: its export) for `client` in its turn, and turns a failure
-   * back into an error of its kind (after telling `failed`).
+   * back into an error of its kind (after telling `failed`). A `later` task continues an answer (an
+   * export's or a walk's next page): a new request's task goes before it (FairQueue).
    */
   private async run<T>(
     client: string,
     name: 'default' | 'searchTask' | 'listTask' | 'odataTask' | 'drawTask',
     task: PageTask | SearchTask | ListTask | ODataTask | DrawTask,
-    failed?: (failure: PageFailure) => void,
+    { later = false, failed }: { later?: boolean; failed?: (failure: PageFailure) => void } = {},
   ): Promise<T> {
     const queued = performance.now();
-    const result = await this.queue.run(client, () => this.pool.run<T | PageFailure>(name, task));
+    const result = await this.queue.run(client, () => this.pool.run<T | PageFailure>(name, task), later);
     this.taskMs += (performance.now() - queued - this.taskMs) / 16;
     if (typeof result === 'object' && result !== null && 'failed' in result) {
       failed?.(result);

@@ -18,6 +18,13 @@
  */
 import type { PageSlot } from './worker.ts';
 
+/**
+ * Pages of fewer entries than this come in buffers of their own, as the first page does: an export's
+ * first pages are small (formats/export.ts exportPageSize), and an export of a few of them (most
+ * filtered ones) needs no slots, whose buffer a stream of small exports would make many of.
+ */
+export const SLOTTED_PAGE = 500;
+
 /** Slots an export has: the page being sent, the page read ahead, and one still leaving the socket. */
 const SLOTS = 3;
 /** A slot's size: a page of CSV takes about 110 KB, of JSON about 150 KB; larger pages come on their own. */
@@ -25,7 +32,7 @@ const SLOT_BYTES = 256 * 1024;
 
 export class PageSlots {
   /**
-   * Made with the first slot taken: an export of one page (most filtered ones) needs none. Each task
+   * Made with the first slot taken: an export of small pages only (most filtered ones) needs none. Each task
    * the worker gets holds the buffer until the worker's next collection, which a stream of small
    * exports makes rare: with a buffer for every export the abuse benchmark grew by +121 and +166 MiB
    * (+81 and +94 without slots; +114, +76 and +50 with the buffer made here).

@@ -18,18 +18,23 @@ import { EntryReadsNow } from '../../storage/entries.ts';
 import { resolveDraw, type Draw } from '../entries/draws.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
 import { runODataRead, type ODataAnswer, type ODataRead } from '../../storage/odata-reads.ts';
-import { EntryQuery, EXPORT_FEW_MATCHES, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
+import { EntryQuery, SCAN_STEPS, scansInPages, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
 
 export interface PageTask {
   /** The SQLite file; one connection per worker, opened with the first task. */
   file: string;
   format: ExportFormat;
   filter: EntryFilter;
-  /** The last entry of the previous page; absent for the first page. */
+  /** Where the previous page ended; absent for the first page. */
   after?: EntryCursor;
+  /** The entries this page holds at most (formats/export.ts exportPageSize). */
   pageSize: number;
   variables: ServerVariables;
-  /** The export's seed (formats/export.ts exportSeed) and this page's number, 0 for the first. */
+  /**
+   * The export's seed (formats/export.ts exportSeed) and this page's number among the pages that hold
+   * entries: 0 when none came before it, so that it starts the file. A page that tests rows in order
+   * may come back empty (EntryQuery.listPage); the walk on the event loop numbers only the others.
+   */
   seed: string;
   page: number;
   /** Where to write the page's bytes if they fit: a slot of the export's buffer shared with the event loop (PageSlots). */
@@ -75,8 +80,9 @@ interface Reader {
   /** The point reads of random draws, made with the first draw task. */
   now?: EntryReadsNow;
   /**
-   * The statements of export pages, by what shapes them: the filter, the page size, the format's
-   * columns and whether a cursor is given.
+   * The statements of export pages, by what shapes them: the filter, the format's columns, whether a
+   * cursor and an end (EntryQuery.scanBound) are given, and how the term is matched; and the
+   * statements of the ends.
    */
   pages: Map<string, PageStatement>;
 }
@@ -90,13 +96,18 @@ interface PageStatement {
 }
 
 /**
- * Stand-ins for the values of a page's cursor in a statement compiled once: building and compiling
- * the query through Kysely for each page was a twentieth of the worker's time.
+ * Stand-ins for the values of a page's cursor, its end and its size in a statement compiled once:
+ * building and compiling the query through Kysely for each page was a twentieth of the worker's time.
  */
 const CURSOR = { timestamp: Symbol('cursor timestamp'), uuid: Symbol('cursor uuid') };
+const UNTIL = { timestamp: Symbol('end timestamp'), uuid: Symbol('end uuid') };
+const LIMIT = Symbol('page size');
 
-/** How many export page statements a worker keeps (one an export at a time, as a rule). */
-const PAGE_STATEMENTS = 32;
+/**
+ * How many export page statements a worker keeps (one an export at a time, as a rule): an export
+ * tested in order has a dozen, its pages' and its steps' ends (EntryQuery.listPage).
+ */
+const PAGE_STATEMENTS = 64;
 let opened: Reader | undefined;
 
 /**
@@ -117,36 +128,82 @@ function reader(file: string): Reader {
 }
 
 /**
- * readPageRows reads one page with the entry query's own statement (EntryQuery.select, the query
- * every list runs), executed on the connection: for CSV, one stored line a row (formats/export.ts
- * StoredLine), made by SQLite; for the other formats, rows as arrays of the columns a file needs, in
- * this order: uuid, text, created_at (the list's `state` would be one more string a row). Rows as
- * objects, built property by property by the driver, took a third of the export's time more.
+ * prepared is the statement `key` of the reader, compiled from `build` (which writes the stand-ins
+ * CURSOR, UNTIL and LIMIT where a page's values go) and prepared on its first use.
  */
-async function readPageRows<Row>({ query, raw, pages }: Reader, task: PageTask, csv: boolean): Promise<Row[]> {
-  // A search term found in few entries is read through the index, one in many by testing rows in
-  // order from the cursor, so that every page, the first too, stops early (EntryQuery.textPlan).
-  const textMatch = await query.textPlan(task.filter, EXPORT_FEW_MATCHES);
-  const key = JSON.stringify([task.filter, task.pageSize, csv, task.after !== undefined, textMatch]);
+function prepared({ raw, pages }: Reader, key: string, build: () => { sql: string; parameters: readonly unknown[] }, mode: 'pluck' | 'raw'): PageStatement {
   let page = pages.get(key);
   if (page === undefined) {
-    const after = task.after ? { after: CURSOR as unknown as EntryCursor } : {};
-    const select = query.select({ filter: task.filter, limit: task.pageSize, ...after, ...(textMatch ? { textMatch } : {}) }).clearSelect();
-    const compiled = (
-      csv
-        ? select.select(sql<StoredLine>`entries.uuid || ',' || entries.text || ',,' || entries.created_at || char(13, 10)`.as('line'))
-        : select.select(['entries.uuid', 'entries.text', 'entries.created_at'])
-    ).compile();
+    const compiled = build();
     const statement = raw.prepare<unknown[], unknown>(compiled.sql);
-    if (csv) statement.pluck(true);
+    if (mode === 'pluck') statement.pluck(true);
     else statement.raw(true);
     if (pages.size >= PAGE_STATEMENTS) pages.clear();
     page = { statement, parameters: compiled.parameters };
     pages.set(key, page);
   }
-  const { after } = task;
-  const parameters = after === undefined ? page.parameters : page.parameters.map((p) => (p === CURSOR.timestamp ? after.timestamp : p === CURSOR.uuid ? after.uuid : p));
-  return page.statement.all(...parameters) as Row[];
+  return page;
+}
+
+/** runPrepared runs a prepared statement with a page's values in place of the stand-ins. */
+function runPrepared<Row>({ statement, parameters }: PageStatement, limit: number, after?: EntryCursor, until?: EntryCursor): Row[] {
+  const values = parameters.map((p) => {
+    if (p === LIMIT) return limit;
+    if (p === CURSOR.timestamp) return after!.timestamp;
+    if (p === CURSOR.uuid) return after!.uuid;
+    if (p === UNTIL.timestamp) return until!.timestamp;
+    if (p === UNTIL.uuid) return until!.uuid;
+    return p;
+  });
+  return statement.all(...values) as Row[];
+}
+
+/**
+ * readPageRows reads one page with the entry query's own statement (EntryQuery.select, the query
+ * every list runs), executed on the connection: for CSV, one stored line a row (formats/export.ts
+ * StoredLine), made by SQLite; for the other formats, rows as arrays of the columns a file needs, in
+ * this order: uuid, text, created_at (the list's `state` would be one more string a row). Rows as
+ * objects, built property by property by the driver, took a third of the export's time more. `until`
+ * is where a page that tests rows in order stopped testing them (EntryQuery.listPage), when it did.
+ */
+async function readPageRows<Row>(reader: Reader, task: PageTask, csv: boolean): Promise<{ rows: Row[]; until?: EntryCursor }> {
+  const { query } = reader;
+  // A search term found in few entries is read through the index, one in many by testing rows in
+  // order from the cursor, a bounded number of them, so that every page, the first too, stops early
+  // (EntryQuery.textPlan, as for the search page).
+  const textMatch = await query.textPlan(task.filter);
+  const planned: EntryListQuery = { filter: task.filter, ...(textMatch ? { textMatch } : {}) };
+  const rows: Row[] = [];
+  let from = task.after;
+  let until: EntryCursor | undefined;
+  // As EntryQuery.listPage: a page tested in order takes its rows in steps, each up to its end.
+  for (const step of scansInPages(planned) ? SCAN_STEPS : [undefined]) {
+    const shape = [task.filter, from !== undefined, textMatch];
+    const walked = { ...planned, ...(from ? { after: CURSOR as unknown as EntryCursor } : {}) };
+    if (step !== undefined) {
+      const bound = prepared(reader, JSON.stringify(['until', ...shape, step]), () => query.scanBound(walked, step).compile(), 'raw');
+      const row = runPrepared<[number, string]>(bound, 0, from)[0];
+      until = row === undefined ? undefined : { timestamp: Number(row[0]), uuid: row[1] };
+    }
+    const page = prepared(
+      reader,
+      JSON.stringify(['page', ...shape, csv, until !== undefined]),
+      () => {
+        const ended = until ? { until: UNTIL as unknown as EntryCursor } : {};
+        const select = query.select({ ...walked, ...ended, limit: LIMIT as unknown as number }).clearSelect();
+        return (
+          csv
+            ? select.select(sql<StoredLine>`entries.uuid || ',' || entries.text || ',,' || entries.created_at || char(13, 10)`.as('line'))
+            : select.select(['entries.uuid', 'entries.text', 'entries.created_at'])
+        ).compile();
+      },
+      csv ? 'pluck' : 'raw',
+    );
+    rows.push(...runPrepared<Row>(page, task.pageSize - rows.length, from, until));
+    if (rows.length === task.pageSize || until === undefined) break;
+    from = until;
+  }
+  return { rows, ...(until ? { until } : {}) };
 }
 
 /** A page of the search page, read in the worker (ReadWorkers.searchPage). */
@@ -175,10 +232,10 @@ export interface ListTask {
   query: Pick<EntryListQuery, 'filter' | 'after' | 'limit'> & { order?: readonly ColumnOrderKey[] };
 }
 
-/** listTask reads a list of entries through the worker's own connection. */
+/** listTask reads a search's list of entries (EntryQuery.find) through the worker's own connection. */
 export async function listTask(task: ListTask): Promise<ListedEntry[] | PageFailure> {
   try {
-    return await reader(task.file).query.list(task.query);
+    return await reader(task.file).query.find(task.query);
   } catch (error) {
     return failure(error);
   }
@@ -258,15 +315,17 @@ async function readPage(task: PageTask): Promise<PageResult> {
   let text: string;
   let next: EntryCursor | null = null;
   if (task.format === 'csv') {
-    const lines = await readPageRows<StoredLine>(read, task, true);
+    const { rows: lines, until } = await readPageRows<StoredLine>(read, task, true);
     text = lines.length === 0 ? '' : csvLines(lines, task.variables, first, pick);
     if (lines.length === task.pageSize) next = storedLineCursor(lines[lines.length - 1]!);
+    else if (until) next = until;
   } else {
-    const rows = await readPageRows<ExportRow>(read, task, false);
+    const { rows, until } = await readPageRows<ExportRow>(read, task, false);
     const entries = rows.map(([uuid, raw, timestamp]) => ({ uuid, text: raw, timestamp }));
     text = rows.length === 0 ? '' : exportPage(task.format, entries, task.variables, first, pick);
     const last = rows.at(-1);
     if (rows.length === task.pageSize && last !== undefined) next = { timestamp: last[2], uuid: last[0] };
+    else if (until) next = until;
   }
   if (task.slot !== undefined) {
     const { buffer, offset, size } = task.slot;
