@@ -141,14 +141,34 @@ function newUmap(texts: number, seed: number): UMAP {
   });
 }
 
-/** readyToPlace sets a fitted UMAP up for transforms: their epochs, and the search graph's rows built once. */
+/**
+ * readyToPlace sets a fitted UMAP up for transforms: their epochs, and the search graph's rows built
+ * once. The fit's search trees are dropped: a restored model has none (they are not stored), and a
+ * text must land in the same place whichever thread places it, with the model it fitted or read back.
+ */
 function readyToPlace(umap: UMAP): void {
   (umap as unknown as { nEpochs: number }).nEpochs = TRANSFORM_EPOCHS * 3;
+  (umap as unknown as { rpForest: unknown[] }).rpForest = [];
   keepCompressedRows((umap as unknown as { searchGraph: object }).searchGraph);
   (umap as unknown as { search: unknown }).search = searchWith(euclidean);
 }
 
 const asVectors = (vectors: Float32Array[]) => vectors as unknown as number[][];
+
+/**
+ * batchRandom is the random source of one transform batch, seeded by the layout's seed and the
+ * batch's texts: where a text lands depends on its batch alone, not on the batches placed before it
+ * nor on the thread that places it, so a layout placed on several threads is the same as on one.
+ */
+function batchRandom(seed: number, texts: readonly string[]): () => number {
+  let hash = 0x811c9dc5 ^ seed;
+  for (const text of texts) {
+    for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+    hash = Math.imul(hash ^ 0x1f, 0x01000193);
+  }
+  const rng = xoroshiro128plus(hash | 0);
+  return () => uniformFloat64(rng);
+}
 
 /**
  * The fitted sample's nearest neighbours, as umap-js found them. umap-js keeps them in fields its types
@@ -220,7 +240,9 @@ export class LayoutModel {
       let size = Math.min(TRANSFORM_BATCH, texts.length - start);
       // umap-js moves the fitted points too when a batch has exactly as many texts as the sample.
       if (size === this.sampleSize) size--;
-      const vectors = texts.slice(start, start + size).map((text) => this.space.embed(text));
+      const batch = texts.slice(start, start + size);
+      const vectors = batch.map((text) => this.space.embed(text));
+      (this.umap as unknown as { random: () => number }).random = batchRandom(this.seed, batch);
       applyFrame(this.frame, this.umap.transform(asVectors(vectors)).flat(), size, out, start);
       start += size;
       await pause();
