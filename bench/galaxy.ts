@@ -3,8 +3,9 @@
  * test/galaxy/corpus.ts) is laid out by `nonsense galaxy` (compiled, under the background thread's heap
  * limit), then
  *
- * - layout: wall and CPU time, and the computing process's peak RSS against a baseline process that
- *   opens the same database and does nothing (`nonsense token list`);
+ * - layout: wall and CPU time (of all its threads: GALAXY_THREADS as set, two by default), CPU per
+ *   star, and the computing process's peak RSS against a baseline process that opens the same
+ *   database and does nothing (`nonsense token list`);
  * - placement: 100 new entries placed into the stored layout by a new process (model read back first);
  * - serving (`nonsense serve`, GALAXY=off): the galaxy CSV and JSON streamed from the stored answer,
  *   first (the process's first request) and again, after another process changed the entries (the
@@ -134,7 +135,10 @@ for (const size of SIZES) {
 
   const baseline = await run(['token', 'list'], env);
   const layout = await run(['galaxy'], { ...env, NODE_OPTIONS: `--max-old-space-size=${WORKER_MAX_HEAP_MB}` });
-  console.log(`layout: ${layout.stdout} (${layout.seconds.toFixed(1)} s wall, ${layout.cpu.toFixed(1)} s CPU, peak RSS ${layout.peakMiB.toFixed(0)} MiB; baseline process ${baseline.peakMiB.toFixed(0)} MiB)`);
+  console.log(
+    `layout: ${layout.stdout} (${layout.seconds.toFixed(1)} s wall, ${layout.cpu.toFixed(1)} s CPU of all its threads, ${((layout.cpu * 1000) / seeded).toFixed(3)} ms CPU a star, ` +
+      `peak RSS ${layout.peakMiB.toFixed(0)} MiB; baseline process ${baseline.peakMiB.toFixed(0)} MiB)`,
+  );
 
   await addEntries(file, 100, 101);
   const place = await run(['galaxy'], env);

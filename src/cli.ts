@@ -178,6 +178,7 @@ program
     const result = await withStorage((storage) =>
       new GalaxyComputer(storage.database, {
         log: (message, details) => console.error(`${message}${details ? ` ${JSON.stringify(details)}` : ''}`),
+        threads: config().galaxyThreads,
       }).run({ refit: options.refit === true }),
     );
     if (result.action === 'busy') throw new UsageError('Another process is laying out the galaxy right now; it will store the result. Try again later.');

@@ -71,6 +71,8 @@ export interface Config {
   readonly galaxyCacheBytes: number;
   /** Lay out the galaxy in a background thread of the server. */
   readonly galaxy: boolean;
+  /** Threads a full layout of the galaxy places its entries on (the galaxy thread and helpers). */
+  readonly galaxyThreads: number;
   /** Byte budget of the in-process rate-limit counters (without Redis). */
   readonly rateLimitCacheBytes: number;
   /** Days the change log keeps a change. */
@@ -285,6 +287,14 @@ function parseThreads(raw: string): number {
   return Number(value);
 }
 
+/** Parses `auto` (two threads, one on a single core) or a number of threads from 1 to 16, for the galaxy's layout. */
+function parseGalaxyThreads(raw: string): number {
+  const value = raw.trim().toLowerCase();
+  if (value === 'auto') return Math.min(2, os.availableParallelism());
+  if (!/^\d{1,2}$/.test(value) || Number(value) < 1 || Number(value) > 16) throw new Error(`must be "auto" or a number from 1 to 16, got "${raw}"`);
+  return Number(value);
+}
+
 /** Parses `auto` or a number of connections from 1 to 9999999. */
 function parseConnections(raw: string): number | 'auto' {
   const value = raw.trim().toLowerCase();
@@ -383,6 +393,10 @@ export const OPTIONS = [
     description: 'memory for the galaxy\'s stars changed since its stored answer was written (about 250 bytes a star; beyond it requests walk the database; 0 for none)',
   },
   { env: 'GALAXY', key: 'galaxy', default: 'auto', parse: parseSwitch, description: 'keep the galaxy laid out in a background thread (auto or off; `nonsense galaxy` works either way)' },
+  {
+    env: 'GALAXY_THREADS', key: 'galaxyThreads', default: 'auto', parse: parseGalaxyThreads,
+    description: 'threads a full layout of the galaxy places entries on, all below request handling in priority (auto: 2, 1 on a single core; 1 to 16)',
+  },
   {
     env: 'RATE_LIMIT_CACHE_BYTES', key: 'rateLimitCacheBytes', default: '8MiB', parse: parsePositiveBytes,
     description: 'memory for per-address rate-limit counters kept in the process (without Redis); the oldest go first',

@@ -1,12 +1,14 @@
 /**
  * The galaxy's computation against a real database (both engines): the first layout, new and edited
  * entries placed into it, the refit threshold, points leaving with their entries, a second process
- * picking up the stored model, and one computing process at a time.
+ * picking up the stored model, one computing process at a time, and a refit placed on helper threads
+ * (the same layout, a bounded number of pages held at once).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../../src/db/database.ts';
 import { GALAXY_LOCK, GalaxyComputer, REFIT_FRACTION } from '../../src/services/galaxy/compute.ts';
 import type { GalaxyPoint } from '../../src/domain/records.ts';
+import { GalaxyStore } from '../../src/storage/galaxy.ts';
 import { families } from '../galaxy/corpus.ts';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
 
@@ -156,5 +158,57 @@ describe('the galaxy computation', () => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe('a refit on more than one thread', () => {
+  let t: TestContext;
+  const texts = families(100, 9);
+
+  beforeAll(async () => {
+    t = await createTestApp({ entries: texts.map((f) => entry(f.text)) });
+  });
+  afterAll(async () => {
+    vi.restoreAllMocks();
+    await t.close();
+  });
+
+  /** refit lays everything out anew, counting the pages read but not yet written. */
+  async function refit(threads: number): Promise<{ stars: Map<string, GalaxyPoint>; held: number }> {
+    let read = 0;
+    let written = 0;
+    let held = 0;
+    const visibleEntries = GalaxyStore.prototype.visibleEntries;
+    const writeFitPoints = GalaxyStore.prototype.writeFitPoints;
+    const reading = vi.spyOn(GalaxyStore.prototype, 'visibleEntries').mockImplementation(async function* (this: GalaxyStore, pageRows?: number) {
+      for await (const page of visibleEntries.call(this, pageRows)) {
+        held = Math.max(held, ++read - written);
+        yield page;
+      }
+    });
+    const writing = vi.spyOn(GalaxyStore.prototype, 'writeFitPoints').mockImplementation(async function (this: GalaxyStore, fit, points) {
+      await writeFitPoints.call(this, fit, points);
+      // The sample's points are written once before the pages; the rest one write per page.
+      if (points.length < 40) written++;
+    });
+    try {
+      const result = await new GalaxyComputer(t.database, { threads, fitSample: 40, pageRows: 10 }).run({ refit: true });
+      expect(result).toMatchObject({ action: 'fitted', points: 300, sample: 40, superseded: false });
+    } finally {
+      reading.mockRestore();
+      writing.mockRestore();
+    }
+    expect(written).toBe(read);
+    return { stars: await stars(t), held };
+  }
+
+  it('gives the same layout as on one thread, and holds a few pages at a time, not all', async () => {
+    const one = await refit(1);
+    const two = await refit(2);
+    expect(two.stars.size).toBe(300);
+    expect(two.stars).toEqual(one.stars);
+    // 30 pages: one placed here, two given to the helper thread, one read and waiting.
+    expect(one.held).toBeLessThanOrEqual(2);
+    expect(two.held).toBeLessThanOrEqual(4);
   });
 });

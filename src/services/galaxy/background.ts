@@ -94,6 +94,7 @@ export class GalaxyBackground {
       intervalMs: this.options.intervalMs ?? ROUND_INTERVAL_MS,
       retryMs: this.options.retryMs ?? RETRY_MS,
       idleExitMs: this.options.idleExitMs ?? IDLE_EXIT_MS,
+      threads: this.config.galaxyThreads,
     };
     const worker = startThread(WORKER_MODULE, { maxHeapMb: WORKER_MAX_HEAP_MB, youngGenerationMb: WORKER_YOUNG_GENERATION_MB }, data);
     this.worker = worker;

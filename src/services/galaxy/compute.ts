@@ -22,6 +22,8 @@ import { GalaxyStore, type EntryToPlace, type GalaxyLayout, type PlacedPoint } f
 import { answerStale, writeAnswer } from './answer.ts';
 import { FIT_SAMPLE, LayoutModel, pointSize, yieldToEvents, type Pause } from './layout.ts';
 import { MODEL_VERSION } from './model-version.ts';
+import { Lanes, RefitPlacers } from './placing.ts';
+import { sampleIds } from './sample.ts';
 
 /** The advisory lock the computation holds (an arbitrary number, the same in every process). */
 export const GALAXY_LOCK = 0x6a1a_c5e7;
@@ -47,16 +49,11 @@ export interface ComputeOptions {
   now?: () => number;
   /** Ends a round early (at its next pause, with the signal's reason): the background thread's shutdown. */
   signal?: AbortSignal;
-}
-
-/** fnv1a of a uuid: the sample is the FIT_SAMPLE entries with the lowest values. */
-function uuidHash(uuid: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < uuid.length; i++) {
-    hash ^= uuid.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
+  /** Threads a refit places entries on: this one and `threads - 1` helper threads (default 1). */
+  threads?: number;
+  /** Entries a refit fits at most (default FIT_SAMPLE) and reads per page to place (default PLACE_BATCH): smaller in tests. */
+  fitSample?: number;
+  pageRows?: number;
 }
 
 const round4 = (value: number) => Math.round(value * 10_000) / 10_000;
@@ -87,6 +84,9 @@ export class GalaxyComputer {
   private model: { fit: number; model: LayoutModel } | null = null;
   private readonly log: NonNullable<ComputeOptions['log']>;
   private readonly now: () => number;
+  private readonly threads: number;
+  private readonly fitSample: number;
+  private readonly pageRows: number;
   /** Gives way to other work between steps, and ends the round when the signal says so. */
   private readonly pause: Pause;
 
@@ -96,6 +96,9 @@ export class GalaxyComputer {
   ) {
     this.log = options.log ?? (() => {});
     this.now = options.now ?? Date.now;
+    this.threads = Math.max(1, options.threads ?? 1);
+    this.fitSample = options.fitSample ?? FIT_SAMPLE;
+    this.pageRows = options.pageRows ?? PLACE_BATCH;
     const { signal } = options;
     this.pause = async () => {
       await yieldToEvents();
@@ -217,13 +220,10 @@ export class GalaxyComputer {
       if (placed === null) current.model = null;
     };
 
-    // The sample: the entries whose uuid hashes lowest.
-    const keys: { id: number; hash: number }[] = [];
-    for await (const page of store.visibleKeys()) for (const { id, uuid } of page) keys.push({ id, hash: uuidHash(uuid) });
-    const sampleIds = keys.length <= FIT_SAMPLE ? keys.map((k) => k.id) : keys.sort((a, b) => a.hash - b.hash || a.id - b.id).slice(0, FIT_SAMPLE).map((k) => k.id);
-    keys.length = 0;
-    const inSample = new Set(sampleIds);
-    const sample = await store.entriesByIds(sampleIds);
+    // The sample: the entries whose uuid hashes lowest, chosen holding only the sample's keys.
+    const sampled = await sampleIds(store.visibleKeys(), this.fitSample);
+    const inSample = new Set(sampled);
+    const sample = await store.entriesByIds(sampled);
     const { model, points } = await LayoutModel.fit(
       sample.map((entry) => entry.text),
       LAYOUT_SEED,
@@ -232,20 +232,30 @@ export class GalaxyComputer {
     await store.writeFitPoints(fit, toPoints(sample, points));
     this.log('galaxy sample fitted', { fit, sample: sample.length, ms: this.now() - started });
 
-    // Every other visible entry, placed into the sample's layout.
+    // Every other visible entry, placed into the sample's layout a page at a time, on as many
+    // threads as the computation is given (placing.ts); each page is written as soon as it is placed.
+    const modelBytes = model.toBytes();
     let count = sample.length;
     let transformed = 0;
-    for await (const page of store.visibleEntries()) {
-      const rest = page.filter((entry) => !inSample.has(entry.id));
-      if (rest.length === 0) continue;
-      const coordinates = await model.place(
-        rest.map((entry) => entry.text),
-        pause,
-      );
-      await store.writeFitPoints(fit, toPoints(rest, coordinates));
-      count += rest.length;
-      transformed += rest.length;
-      if (transformed % 20_000 < rest.length) this.log('galaxy refit progress', { fit, transformed, ms: this.now() - started });
+    const placers = RefitPlacers.create(fit, model, modelBytes, this.threads, pause);
+    const lanes = new Lanes(placers.placers);
+    try {
+      for await (const page of store.visibleEntries(this.pageRows)) {
+        const rest = page.filter((entry) => !inSample.has(entry.id));
+        if (rest.length === 0) continue;
+        await lanes.run(async (place) => {
+          const coordinates = await place(rest.map((entry) => entry.text));
+          await store.writeFitPoints(fit, toPoints(rest, coordinates));
+          count += rest.length;
+          transformed += rest.length;
+          if (transformed % 20_000 < rest.length) this.log('galaxy refit progress', { fit, transformed, ms: this.now() - started });
+        });
+      }
+      await lanes.drain();
+    } finally {
+      // A failed or stopped refit still waits for the batches under way before the helpers stop.
+      await lanes.drain().catch(() => {});
+      await placers.close();
     }
 
     // The endpoint's answer for the new fit, stored before the switch so that it is served at once.
@@ -256,7 +266,7 @@ export class GalaxyComputer {
       revision,
       fittedCount: count,
       modelVersion: MODEL_VERSION,
-      model: model.toBytes(),
+      model: modelBytes,
       now: this.now(),
     });
     if (!activated) {

@@ -52,10 +52,16 @@ export function features(text: string): TextFeatures {
   for (const word of tokens) {
     const hash = fnv1a(word, WORD_SEED);
     words.set(hash, (words.get(hash) ?? 0) + 1);
+    // The n-grams are of code points; each is hashed as the string of its code points would be.
     const padded = [...`<${word}>`];
     for (const size of NGRAM_SIZES) {
       for (let start = 0; start + size <= padded.length; start++) {
-        const gram = fnv1a(padded.slice(start, start + size).join(''), GRAM_SEED);
+        let gram = (0x811c9dc5 ^ GRAM_SEED) >>> 0;
+        for (let at = start; at < start + size; at++) {
+          const char = padded[at]!;
+          for (let i = 0; i < char.length; i++) gram = Math.imul(gram ^ char.charCodeAt(i), 0x01000193);
+        }
+        gram >>>= 0;
         grams.set(gram, (grams.get(gram) ?? 0) + 1);
       }
     }

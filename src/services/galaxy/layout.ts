@@ -5,15 +5,17 @@
  * scaled per axis so that the central 98% of the fitted points span 2 × HALF_SPAN = 16 units, with
  * outliers drawn in softly to at most ±LIMIT (so every axis spans at most 20 units).
  *
- * The model (text space, the fitted sample's vectors, nearest neighbours and raw coordinates, the
- * frame) is stored with the layout, so any process can place new texts into it later: `restore`
- * rebuilds umap-js's graph of the sample from the stored neighbours and puts the fitted coordinates back.
+ * The fit is umap-js's; the transform is `transform.ts`'s, on the fitted sample's vectors, neighbour
+ * graph and raw coordinates. The model (text space, the fitted sample's vectors, nearest neighbours
+ * and raw coordinates, the frame) is stored with the layout, so any process can place new texts into
+ * it later: `restore` rebuilds the sample's neighbour graph from the stored neighbours.
  */
+import { createRequire } from 'node:module';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
 import { UMAP } from 'umap-js';
-import { keepCompressedRows, searchWith } from './umap-fixes.ts';
+import { placeGraph, transform, type PlaceGraph } from './transform.ts';
 import { DocumentFrequencies } from './features.ts';
 import { fitTextSpace, TextSpace } from './text-space.ts';
 import { MODEL_VERSION } from './model-version.ts';
@@ -27,14 +29,11 @@ const MIN_DIST = 0.1;
 /** Texts transformed at once; bounds the memory of a transform. */
 const TRANSFORM_BATCH = 2000;
 /**
- * The transform, which places every text beyond the sample and costs nearly all of a large layout:
- * its optimisation runs TRANSFORM_EPOCHS epochs (umap-js runs a third of the fit's count, so it is
- * given three times that), and its neighbour search keeps TRANSFORM_QUEUE × NEIGHBOURS candidates.
- * umap-js's defaults (a third of 150 epochs, 4 × 15 candidates) cost about 0.6 ms a text; these
- * place texts as well on the benchmark corpus's 40 topics for about two thirds of that.
+ * Epochs of the transform's optimisation, which places every text beyond the sample: umap-js would
+ * run a third of the fit's count (50); the families place as well with 30, and the benchmark
+ * corpus's 40 topics nearly as well.
  */
 const TRANSFORM_EPOCHS = 30;
-const TRANSFORM_QUEUE = 4;
 /** Epochs of the optimisation between two pauses. */
 const EPOCHS_PER_PAUSE = 10;
 export const HALF_SPAN = 8;
@@ -45,10 +44,7 @@ export type Pause = () => Promise<void>;
 
 export const yieldToEvents: Pause = () => new Promise((resolve) => setImmediate(resolve));
 
-/**
- * Epochs of the fit. umap-js runs a third of them when transforming and stops only when its epoch
- * counter equals that third exactly, so the count must be a multiple of three.
- */
+/** Epochs of the fit. */
 function epochsFor(texts: number): number {
   return texts <= 2500 ? 300 : 150;
 }
@@ -137,37 +133,49 @@ function newUmap(texts: number, seed: number): UMAP {
     nEpochs: epochsFor(texts),
     random: () => uniformFloat64(rng),
     distanceFn: euclidean,
-    transformQueueSize: TRANSFORM_QUEUE,
   });
 }
 
-/** readyToPlace sets a fitted UMAP up for transforms: their epochs, and the search graph's rows built once. */
-function readyToPlace(umap: UMAP): void {
-  (umap as unknown as { nEpochs: number }).nEpochs = TRANSFORM_EPOCHS * 3;
-  keepCompressedRows((umap as unknown as { searchGraph: object }).searchGraph);
-  (umap as unknown as { search: unknown }).search = searchWith(euclidean);
-}
+const require = createRequire(import.meta.url);
+const { findABParams } = require('umap-js/dist/umap.js') as { findABParams: (spread: number, minDist: number) => { a: number; b: number } };
+/** UMAP's curve for the layout's minimum distance (umap-js's own fit, so the fit and the transform agree). */
+const CURVE = findABParams(1, MIN_DIST);
 
 const asVectors = (vectors: Float32Array[]) => vectors as unknown as number[][];
 
 /**
- * The fitted sample's nearest neighbours, as umap-js found them. umap-js keeps them in fields its types
- * call private and offers no getter, only `setPrecomputedKNN`; storing them spares a restore the
- * neighbour search, two thirds of its time (without its search trees, which the transform's neighbour
- * search does as well without: same placement quality on the benchmark corpus).
+ * batchRandom is the random source of one transform batch, seeded by the layout's seed and the
+ * batch's texts: where a text lands depends on its batch alone, not on the batches placed before it
+ * nor on the thread that places it, so a layout placed on several threads is the same as on one.
+ */
+function batchRandom(seed: number, texts: readonly string[]): () => number {
+  let hash = 0x811c9dc5 ^ seed;
+  for (const text of texts) {
+    for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193);
+    hash = Math.imul(hash ^ 0x1f, 0x01000193);
+  }
+  const rng = xoroshiro128plus(hash | 0);
+  return () => uniformFloat64(rng);
+}
+
+/**
+ * The fitted sample's nearest neighbours, as umap-js found them (in fields its types call private,
+ * with no getter), `k` a text, by rows. Stored with the model, they spare a restore the neighbour
+ * search, and give the transform its graph.
  */
 interface Neighbours {
-  knnIndices: number[][];
-  knnDistances: number[][];
+  indices: Int32Array;
+  distances: Float64Array;
+  k: number;
 }
 
 export class LayoutModel {
   private constructor(
     readonly space: TextSpace,
     /** Null for a ring layout: it cannot place new texts (any change refits it). */
-    private readonly umap: UMAP | null,
+    private readonly graph: PlaceGraph | null,
     /** The fitted texts' vectors, sampleSize × dimensions. */
-    private readonly sampleVectors: Float32Array[],
+    private readonly sampleVectors: Float32Array,
     /** The fitted texts' raw UMAP coordinates, sampleSize × 3. */
     private readonly sampleRaw: Float64Array,
     private readonly neighbours: Neighbours | null,
@@ -176,12 +184,12 @@ export class LayoutModel {
   ) {}
 
   get sampleSize(): number {
-    return this.sampleVectors.length;
+    return this.sampleRaw.length / 3;
   }
 
   /** canPlace tells whether texts can be added by transform (false for a ring of a few texts). */
   get canPlace(): boolean {
-    return this.umap !== null;
+    return this.graph !== null;
   }
 
   /**
@@ -191,37 +199,39 @@ export class LayoutModel {
   static async fit(texts: readonly string[], seed: number, pause: Pause = yieldToEvents): Promise<{ model: LayoutModel; points: Float32Array }> {
     const space = fitTextSpace(texts, seed);
     await pause();
-    const vectors = texts.map((text) => space.embed(text));
+    const { dimensions } = space;
+    const flat = new Float32Array(texts.length * dimensions);
+    texts.forEach((text, i) => space.embed(text, flat.subarray(i * dimensions, (i + 1) * dimensions)));
     let raw: Float64Array;
-    let umap: UMAP | null = null;
+    let neighbours: Neighbours | null = null;
     if (texts.length < MIN_UMAP_TEXTS) {
       raw = ringLayout(texts.length);
     } else {
-      umap = newUmap(texts.length, seed);
-      const epochs = umap.initializeFit(asVectors(vectors));
+      const umap = newUmap(texts.length, seed);
+      const epochs = umap.initializeFit(asVectors(Array.from({ length: texts.length }, (_, i) => flat.subarray(i * dimensions, (i + 1) * dimensions))));
       for (let epoch = 0; epoch < epochs; epoch++) {
         umap.step();
         if (epoch % EPOCHS_PER_PAUSE === EPOCHS_PER_PAUSE - 1) await pause();
       }
       raw = Float64Array.from(umap.getEmbedding().flat());
-      readyToPlace(umap);
+      const found = umap as unknown as { knnIndices: number[][]; knnDistances: number[][] };
+      neighbours = { indices: Int32Array.from(found.knnIndices.flat()), distances: Float64Array.from(found.knnDistances.flat()), k: found.knnIndices[0]!.length };
     }
     const frame = frameFor(raw, texts.length);
-    const neighbours = umap === null ? null : (umap as unknown as Neighbours);
-    const model = new LayoutModel(space, umap, vectors, raw, neighbours && { knnIndices: neighbours.knnIndices, knnDistances: neighbours.knnDistances }, frame, seed);
+    const graph = neighbours === null ? null : placeGraph(flat, dimensions, raw, neighbours.indices, neighbours.distances, neighbours.k, CURVE);
+    const model = new LayoutModel(space, graph, flat, raw, neighbours, frame, seed);
     return { model, points: applyFrame(frame, raw, texts.length) };
   }
 
   /** place returns the framed coordinates of new texts, placed by UMAP's transform into the fitted layout. */
   async place(texts: readonly string[], pause: Pause = yieldToEvents): Promise<Float32Array> {
-    if (this.umap === null) throw new Error('A ring layout cannot place texts; fit again.');
+    if (this.graph === null) throw new Error('A ring layout cannot place texts; fit again.');
     const out = new Float32Array(texts.length * 3);
     for (let start = 0; start < texts.length; ) {
-      let size = Math.min(TRANSFORM_BATCH, texts.length - start);
-      // umap-js moves the fitted points too when a batch has exactly as many texts as the sample.
-      if (size === this.sampleSize) size--;
-      const vectors = texts.slice(start, start + size).map((text) => this.space.embed(text));
-      applyFrame(this.frame, this.umap.transform(asVectors(vectors)).flat(), size, out, start);
+      const size = Math.min(TRANSFORM_BATCH, texts.length - start);
+      const batch = texts.slice(start, start + size);
+      const vectors = batch.map((text) => this.space.embed(text));
+      applyFrame(this.frame, transform(this.graph, vectors, batchRandom(this.seed, batch), TRANSFORM_EPOCHS), size, out, start);
       start += size;
       await pause();
     }
@@ -239,17 +249,12 @@ export class LayoutModel {
       vocabulary: vocabulary.length,
       sample: this.sampleSize,
       frame: this.frame,
-      ring: this.umap === null,
-      neighbours: this.neighbours === null ? 0 : this.neighbours.knnIndices[0]!.length,
+      ring: this.graph === null,
+      neighbours: this.neighbours?.k ?? 0,
     });
-    const vectors = new Float32Array(this.sampleSize * dimensions);
-    this.sampleVectors.forEach((vector, i) => vectors.set(vector, i * dimensions));
-    const k = this.neighbours === null ? 0 : this.neighbours.knnIndices[0]!.length;
-    const indices = new Int32Array(this.sampleSize * k);
-    const distances = new Float64Array(this.sampleSize * k);
-    this.neighbours?.knnIndices.forEach((row, i) => indices.set(row, i * k));
-    this.neighbours?.knnDistances.forEach((row, i) => distances.set(row, i * k));
-    const parts = [frequencies.counts, vocabulary, projection, vectors, this.sampleRaw, indices, distances].map((array) =>
+    const indices = this.neighbours?.indices ?? new Int32Array(0);
+    const distances = this.neighbours?.distances ?? new Float64Array(0);
+    const parts = [frequencies.counts, vocabulary, projection, this.sampleVectors, this.sampleRaw, indices, distances].map((array) =>
       Buffer.from(array.buffer, array.byteOffset, array.byteLength),
     );
     const head = Buffer.from(header);
@@ -258,10 +263,7 @@ export class LayoutModel {
     return gzipSync(Buffer.concat([length, head, ...parts]), { level: 6 });
   }
 
-  /**
-   * restore reads a model written by toBytes and makes it ready to place texts: umap-js rebuilds the
-   * sample's neighbour graph from the stored neighbours (a few seconds for FIT_SAMPLE texts).
-   */
+  /** restore reads a model written by toBytes and makes it ready to place texts (the sample's neighbour graph rebuilt). */
   static restore(bytes: Uint8Array): LayoutModel {
     const data = gunzipSync(bytes);
     const headLength = data.readUInt32LE(0);
@@ -294,24 +296,9 @@ export class LayoutModel {
     const k = header.neighbours;
     const indices = take((b) => new Int32Array(b), sample * k * 4);
     const distances = take((b) => new Float64Array(b), sample * k * 8);
-    const neighbours: Neighbours | null =
-      k === 0
-        ? null
-        : {
-            knnIndices: Array.from({ length: sample }, (_, i) => Array.from(indices.subarray(i * k, (i + 1) * k))),
-            knnDistances: Array.from({ length: sample }, (_, i) => Array.from(distances.subarray(i * k, (i + 1) * k))),
-          };
+    const neighbours: Neighbours | null = k === 0 ? null : { indices, distances, k };
     const space = new TextSpace({ frequencies: new DocumentFrequencies(counts, header.documents), vocabulary, projection, dimensions });
-    const vectors = Array.from({ length: sample }, (_, i) => flat.subarray(i * dimensions, (i + 1) * dimensions));
-    let umap: UMAP | null = null;
-    if (!header.ring) {
-      umap = newUmap(sample, header.seed);
-      if (neighbours !== null) umap.setPrecomputedKNN(neighbours.knnIndices, neighbours.knnDistances);
-      umap.initializeFit(asVectors(vectors));
-      const embedding = umap.getEmbedding();
-      for (let i = 0; i < sample; i++) for (let axis = 0; axis < 3; axis++) embedding[i]![axis] = raw[i * 3 + axis]!;
-      readyToPlace(umap);
-    }
-    return new LayoutModel(space, umap, vectors, raw, neighbours, header.frame, header.seed);
+    const graph = header.ring || neighbours === null ? null : placeGraph(flat, dimensions, raw, indices, distances, k, CURVE);
+    return new LayoutModel(space, graph, flat, raw, neighbours, header.frame, header.seed);
   }
 }

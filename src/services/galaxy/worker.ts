@@ -19,6 +19,8 @@ export interface GalaxyWorkerData {
   retryMs: number;
   /** After this long with nothing to do, the thread ends (the server starts it again when there is work). */
   idleExitMs: number;
+  /** Threads a refit places entries on (GALAXY_THREADS): this one and helpers. */
+  threads: number;
 }
 
 /** Messages to the main thread. */
@@ -64,7 +66,7 @@ const sleep = (ms: number) =>
   });
 
 const database = await openDatabase(options.database, { busyTimeoutMs: options.busyTimeoutMs });
-const computer = new GalaxyComputer(database, { log: (message, details) => post({ type: 'log', level: 'info', message, details }), signal: stop.signal });
+const computer = new GalaxyComputer(database, { log: (message, details) => post({ type: 'log', level: 'info', message, details }), signal: stop.signal, threads: options.threads });
 try {
   await computer.warm();
 } catch (error) {
