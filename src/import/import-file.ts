@@ -81,8 +81,9 @@ export class ImportInterruptedError extends Error {
 
 /**
  * Entries written per transaction. Each batch holds the write lock for a fraction of a second, so a
- * running service's own writes wait that long at most, and SQLite's journal is checkpointed between
- * batches instead of growing to the size of the import.
+ * running service's own writes wait that long at most, and SQLite's WAL is copied into the database
+ * file while the next batch is written (db/dialects/sqlite-bulk.ts) instead of growing to the size of
+ * the import.
  */
 export const IMPORT_BATCH = 2000;
 
