@@ -9,6 +9,7 @@
  *   npm run bench:scale                                   # SQLite 1M, 5M, 10M; PostgreSQL 1M, 5M
  *   ENGINES=sqlite SCALE_SIZES=1e6 npm run bench:scale
  *   SCALE_SECONDS=10 IMPORT_SAMPLE=50000 npm run bench:scale
+ *   SCALE_ONLY=import ENGINES=sqlite SCALE_SIZES=1e6 npm run bench:scale   # only the import's figure
  */
 import { execFileSync, fork, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -29,6 +30,9 @@ const DEFAULT_SIZES: Record<ScaleEngine, string> = { sqlite: '1e6,5e6,10e6', pos
 const SECONDS = Number(process.env.SCALE_SECONDS ?? 5);
 const MIXED_SECONDS = Number(process.env.SCALE_MIXED_SECONDS ?? 30);
 const IMPORT_SAMPLE = Number(process.env.IMPORT_SAMPLE ?? 20_000);
+/** `import`: only the import's time per entry, without starting the service (minutes less a size). */
+const ONLY = process.env.SCALE_ONLY;
+if (ONLY !== undefined && ONLY !== 'import') throw new Error(`SCALE_ONLY=${ONLY}: only "import" is known`);
 const CONNECTIONS = 20;
 const SERVICE_PORT = '18501';
 const BARE_PORT = '18502';
@@ -130,6 +134,13 @@ async function start(db: ScaleDatabase): Promise<{ service: Service; firstMs: nu
 }
 
 async function measureSize(db: ScaleDatabase): Promise<Row[]> {
+  const rows = ONLY === 'import' ? [] : await measureService(db);
+  rows.push(await measureImport(db));
+  return rows;
+}
+
+/** measureService: every figure of the running service on `db`. */
+async function measureService(db: ScaleDatabase): Promise<Row[]> {
   const rows: Row[] = [];
   const row = (what: string, figure: string, bound: string, holds: boolean | null) => rows.push({ what, figure, bound, holds });
   const at = (share: number) => scaleTimestamp(Math.floor(db.size * share), db.size);
@@ -258,21 +269,23 @@ async function measureSize(db: ScaleDatabase): Promise<Row[]> {
     bare?.kill();
     await service.stop();
   }
+  return rows;
+}
 
-  // Import: time per entry into an empty database and into a copy of this one.
+/** measureImport: the import's time per entry into an empty database and into a copy of `db`. */
+async function measureImport(db: ScaleDatabase): Promise<Row> {
   const sample = importSample(IMPORT_SAMPLE);
   // Empty, full, empty again: the mean of the two empty ones, so that warming up counts on neither side.
   const empty1 = await importTime(db.engine, null, sample);
   const full = await importTime(db.engine, db, sample);
   const empty2 = await importTime(db.engine, null, sample);
   const empty = (empty1 + empty2) / 2;
-  row(
-    `import of ${IMPORT_SAMPLE.toLocaleString('en')} entries, per entry: empty database / this one`,
-    `${empty.toFixed(0)} µs (${empty1.toFixed(0)}, ${empty2.toFixed(0)}) / ${full.toFixed(0)} µs (${(full / empty).toFixed(2)})`,
-    '≤ 1.2',
-    full / empty <= 1.2,
-  );
-  return rows;
+  return {
+    what: `import of ${IMPORT_SAMPLE.toLocaleString('en')} entries, per entry: empty database / this one`,
+    figure: `${empty.toFixed(0)} µs (${empty1.toFixed(0)}, ${empty2.toFixed(0)}) / ${full.toFixed(0)} µs (${(full / empty).toFixed(2)})`,
+    bound: '≤ 1.2',
+    holds: full / empty <= 1.2,
+  };
 }
 
 /** importTime imports `file` into a new database (empty, or a copy of `db`) and says how many µs an entry took. */

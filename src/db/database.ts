@@ -9,6 +9,7 @@ import { observeQuery, type DatabaseStats } from '../metrics/registry.ts';
 import type { EngineQuirks } from './dialects/quirks.ts';
 import { connectionFailure, openPostgres, postgresQuirks } from './dialects/postgres.ts';
 import { openSqlite, sqliteQuirks, sqliteReadNow } from './dialects/sqlite.ts';
+import { startSqliteBulkWrites, type BulkWriteOptions, type BulkWrites } from './dialects/sqlite-bulk.ts';
 import { migrationProvider } from './migrations/index.ts';
 import type { ReadNow } from './prepared.ts';
 import type { DB } from './schema.ts';
@@ -27,7 +28,18 @@ export interface Database {
    * not committed yet: the read waits for it the usual way). Absent on PostgreSQL.
    */
   readonly readNow?: ReadNow;
+  /**
+   * startBulkWrites sets this database's connection up for a long run of write transactions (an
+   * import) until its `end`: on SQLite a larger page cache and checkpoints in a thread of their own
+   * (dialects/sqlite-bulk.ts); PostgreSQL's own background writer and checkpointer do that already.
+   */
+  startBulkWrites(options: BulkWriteOptions): Promise<BulkWrites>;
 }
+
+export type { BulkWriteOptions, BulkWrites };
+
+/** What PostgreSQL's writers call around their transactions: nothing to do. */
+const NO_BULK_SETTINGS: BulkWrites = { beforeBatch: async () => {}, afterBatch: () => {}, end: async () => {} };
 
 /** Every query's time goes to the metrics; Kysely measures it only when a logger is set. */
 const timeQueries = (event: LogEvent) => observeQuery(event.queryDurationMillis, event.level === 'error');
@@ -86,6 +98,7 @@ export async function openDatabase(target: DatabaseTarget, options: OpenOptions 
       quirks: sqliteQuirks,
       readNow,
       label: `sqlite:${target.file}`,
+      startBulkWrites: (options) => startSqliteBulkWrites(db as Kysely<unknown>, target.file, options),
       stats: () => ({
         engine: 'sqlite',
         files: target.file === ':memory:' ? { database: 0, wal: 0 } : { database: fileSize(target.file), wal: fileSize(`${target.file}-wal`) },
@@ -113,6 +126,7 @@ export async function openDatabase(target: DatabaseTarget, options: OpenOptions 
     db,
     quirks: postgresQuirks,
     label: `postgres://${url.host}${url.pathname}`,
+    startBulkWrites: async () => NO_BULK_SETTINGS,
     stats: () => ({ engine: 'postgres', pool: { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount } }),
     close: once(() => db.destroy()),
   };

@@ -27,9 +27,10 @@ import StreamArray from 'stream-json/streamers/StreamArray.js';
 import { EXPORT_FORMATS, type ExportFormat } from '../domain/export-params.ts';
 import { checkEntryText } from '../domain/text.ts';
 import { parseUuid } from '../domain/uuid.ts';
-import { isClientVariable, tokensOf } from '../domain/variables.ts';
+import { isClientVariable, tokensOf, type ServerVariables } from '../domain/variables.ts';
 import { restoreFormula } from '../formats/csv.ts';
 import { MAX_TIMESTAMP } from '../schemas/api.ts';
+import type { BulkWrites } from '../db/database.ts';
 import type { InsertResult, NewEntry } from '../storage/entries.ts';
 import type { Storage } from '../storage/index.ts';
 import { LineTooLongError, readLines } from './lines.ts';
@@ -80,16 +81,25 @@ export class ImportInterruptedError extends Error {
 
 /**
  * Entries written per transaction. Each batch holds the write lock for a fraction of a second, so a
- * running service's own writes wait that long at most, and SQLite's journal is checkpointed between
- * batches instead of growing to the size of the import.
+ * running service's own writes wait that long at most, and SQLite's WAL is copied into the database
+ * file while the next batch is written (db/dialects/sqlite-bulk.ts) instead of growing to the size of
+ * the import.
  */
 export const IMPORT_BATCH = 2000;
+
+/**
+ * The SQLite page cache of the import's connection while it writes (db/dialects/sqlite-bulk.ts): room
+ * for every page a batch changes in a database of any size, so that none is written or read twice.
+ */
+export const IMPORT_CACHE_BYTES = 64 * 1024 * 1024;
 
 /** The two readings of a file: checking every row, then writing. */
 export type ImportPhase = 'checking' | 'writing';
 
 export interface ImportOptions {
   format?: ExportFormat;
+  /** The database connection's page cache while the import writes (SQLite), in bytes; IMPORT_CACHE_BYTES by default. */
+  cacheBytes?: number;
   /** Called now and then with the phase and the share of the file it has read, from 0 to 1. */
   onProgress?: (fraction: number, phase: ImportPhase) => void;
   /** Timestamp for rows that have none (TXT files); defaults to now. */
@@ -314,7 +324,25 @@ export async function importFile(storage: Storage, file: string, options: Import
   const format = fileFormatOf(file, options.format);
   const now = options.now ?? Math.floor(Date.now() / 1000);
   const progress = (phase: ImportPhase) => (options.onProgress ? (fraction: number) => options.onProgress!(fraction, phase) : undefined);
+  // Set up first, so that SQLite's checkpoint thread starts while the file is checked.
+  const bulk = await storage.database.startBulkWrites({ cacheBytes: options.cacheBytes ?? IMPORT_CACHE_BYTES });
+  try {
+    return await checkAndWrite(storage, file, format, now, defined, bulk, progress);
+  } finally {
+    await bulk.end();
+  }
+}
 
+/** checkAndWrite reads the file twice, as the module comment says. */
+async function checkAndWrite(
+  storage: Storage,
+  file: string,
+  format: ExportFormat,
+  now: number,
+  defined: ServerVariables,
+  bulk: BulkWrites,
+  progress: (phase: ImportPhase) => ((fraction: number) => void) | undefined,
+): Promise<ImportResult> {
   // First reading: every row checked, nothing written.
   const undefinedUses = new Map<string, number>();
   for await (const { entry } of readEntries(file, format, now, progress('checking'))) {
@@ -332,7 +360,9 @@ export async function importFile(storage: Storage, file: string, options: Import
   let batch: NewEntry[] = [];
   let last: string | undefined;
   const write = async () => {
+    await bulk.beforeBatch();
     const result = await storage.entries.insertEntries(batch);
+    bulk.afterBatch();
     added += result.added;
     skipped += result.skipped;
     through = last;

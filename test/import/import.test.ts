@@ -1,10 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IMPORT_BATCH, ImportInterruptedError, importFile } from '../../src/import/import-file.ts';
+import { startSqliteBulkWrites } from '../../src/db/dialects/sqlite-bulk.ts';
+import { IMPORT_BATCH, IMPORT_CACHE_BYTES, ImportInterruptedError, importFile } from '../../src/import/import-file.ts';
 import type { Storage } from '../../src/storage/index.ts';
 import { createTestApp, type TestContext } from '../helper.ts';
+import { until } from '../wait.ts';
 
 describe('nonsense import', () => {
   let source: TestContext;
@@ -188,6 +190,61 @@ describe('nonsense import', () => {
         expect(await exported(fresh)).toBe(rows);
         if (fresh.database.quirks.engine === 'postgres') expect(await analyzed()).toBeGreaterThan(before);
         expect(await importFile(fresh.storage, file)).toMatchObject({ added: 0, skipped: rows });
+      } finally {
+        await fresh.close();
+      }
+    });
+
+    it('on SQLite, checkpoints in its own thread and leaves the connection and the WAL as it found them', async (context) => {
+      const fresh = await createTestApp();
+      try {
+        if (fresh.database.quirks.engine !== 'sqlite') return context.skip();
+        const pragma = async (text: string) => Object.values((await sql.raw(`pragma ${text}`).execute(fresh.database.db)).rows[0] as object)[0] as number;
+        const before = { cache: await pragma('cache_size'), autocheckpoint: await pragma('wal_autocheckpoint') };
+        const file = path.join(fresh.dir, 'bulk.csv');
+        fs.writeFileSync(file, csv(rows));
+        let during: { cache: number; autocheckpoint: number } | undefined;
+        const entries = new Proxy(fresh.storage.entries, {
+          get(target, name, receiver) {
+            if (name !== 'insertEntries') return Reflect.get(target, name, receiver) as unknown;
+            return async (batch: Parameters<typeof target.insertEntries>[0]) => {
+              during ??= { cache: await pragma('cache_size'), autocheckpoint: await pragma('wal_autocheckpoint') };
+              return target.insertEntries(batch);
+            };
+          },
+        });
+        expect(await importFile({ ...fresh.storage, entries } as Storage, file)).toMatchObject({ added: rows });
+        // While writing: the page cache in KiB (negative), the connection's own checkpoints off.
+        expect(during).toEqual({ cache: -IMPORT_CACHE_BYTES / 1024, autocheckpoint: 0 });
+        expect({ cache: await pragma('cache_size'), autocheckpoint: await pragma('wal_autocheckpoint') }).toEqual(before);
+        // The last batch is in the database file already: a checkpoint finds nothing left to copy.
+        const { rows: [state] } = await sql<{ log: number; checkpointed: number }>`pragma wal_checkpoint(PASSIVE)`.execute(fresh.database.db);
+        expect(state!.checkpointed).toBe(state!.log);
+        expect(await exported(fresh)).toBe(rows);
+      } finally {
+        await fresh.close();
+      }
+    });
+
+    it('on SQLite, checkpoints on its own connection again when the thread cannot', async (context) => {
+      const fresh = await createTestApp();
+      try {
+        if (fresh.database.quirks.engine !== 'sqlite') return context.skip();
+        const autocheckpoint = async () => Object.values((await sql`pragma wal_autocheckpoint`.execute(fresh.database.db)).rows[0] as object)[0] as number;
+        const before = await autocheckpoint();
+        // The thread's connection opens a file that is not there, and the thread ends.
+        const bulk = await startSqliteBulkWrites(fresh.database.db as Kysely<unknown>, path.join(fresh.dir, 'missing', 'gone.db'), { cacheBytes: IMPORT_CACHE_BYTES });
+        try {
+          expect(await autocheckpoint()).toBe(0);
+          await until('the writer to take its checkpoints back', async () => {
+            await bulk.beforeBatch();
+            return (await autocheckpoint()) === before;
+          }, { timeoutMs: 10_000 });
+          bulk.afterBatch();
+        } finally {
+          await bulk.end();
+        }
+        expect(await autocheckpoint()).toBe(before);
       } finally {
         await fresh.close();
       }
