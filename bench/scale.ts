@@ -10,6 +10,7 @@
  *   ENGINES=sqlite SCALE_SIZES=1e6 npm run bench:scale
  *   SCALE_SECONDS=10 IMPORT_SAMPLE=50000 npm run bench:scale
  *   SCALE_ONLY=import ENGINES=sqlite SCALE_SIZES=1e6 npm run bench:scale   # only the import's figure
+ *   SCALE_ONLY=service npm run bench:scale                                  # every figure but the import's
  */
 import { execFileSync, fork, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -32,7 +33,7 @@ const MIXED_SECONDS = Number(process.env.SCALE_MIXED_SECONDS ?? 30);
 const IMPORT_SAMPLE = Number(process.env.IMPORT_SAMPLE ?? 20_000);
 /** `import`: only the import's time per entry, without starting the service (minutes less a size). */
 const ONLY = process.env.SCALE_ONLY;
-if (ONLY !== undefined && ONLY !== 'import') throw new Error(`SCALE_ONLY=${ONLY}: only "import" is known`);
+if (ONLY !== undefined && ONLY !== 'import' && ONLY !== 'service') throw new Error(`SCALE_ONLY=${ONLY}: only "import" and "service" are known`);
 const CONNECTIONS = 20;
 const SERVICE_PORT = '18501';
 const BARE_PORT = '18502';
@@ -135,7 +136,7 @@ async function start(db: ScaleDatabase): Promise<{ service: Service; firstMs: nu
 
 async function measureSize(db: ScaleDatabase): Promise<Row[]> {
   const rows = ONLY === 'import' ? [] : await measureService(db);
-  rows.push(await measureImport(db));
+  if (ONLY !== 'service') rows.push(await measureImport(db));
   return rows;
 }
 
