@@ -260,9 +260,12 @@ export class EntryStore {
   async status(): Promise<DatabaseStatus> {
     return this.cache.get('status', async () => {
       const revision = await this.cache.current();
+      // Through the key's index (`block >= 0` holds for every row): on PostgreSQL, a bulk write leaves
+      // entry_counts with many dead row versions, and a sequential scan reads every page of them.
       const { count } = await this.db
         .selectFrom('entry_counts')
         .select((eb) => eb.fn.sum<number | string | null>('visible').as('count'))
+        .where('block', '>=', 0)
         .executeTakeFirstOrThrow();
       const latest = await this.db
         .selectFrom('entries')
