@@ -56,6 +56,8 @@ const MAX_APPLIED = 1000;
 const REREAD_CHUNK = 200;
 /** Random entries drawn ahead at once; more are drawn when fewer than this many are left. */
 const AHEAD = 512;
+/** Batches drawn at once at most (one per read worker, as a rule). */
+const AHEAD_BATCHES = 2;
 /** Fresh draws when the counts were behind the entries (a change landed between the two reads). */
 const ROUNDS = 3;
 
@@ -68,7 +70,8 @@ interface View {
   loading: Promise<VisibleBlocks> | null;
   /** Random entries drawn ahead at this revision, taken from the end. */
   readonly ahead: ReadyEntry[];
-  drawingAhead: boolean;
+  /** Batches being drawn: up to AHEAD_BATCHES at once, so that a slow read (a cold disk) does not leave the requests without. */
+  drawingAhead: number;
 }
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -248,7 +251,7 @@ export class EntryService {
   private takeAhead(view: View): ReadyEntry | undefined {
     if (this.drawAhead === undefined) return undefined;
     const entry = view.ahead.pop();
-    if (view.ahead.length < AHEAD && !view.drawingAhead && view.blocks !== null) this.drawMore(view, view.blocks, this.drawAhead);
+    if (view.ahead.length < AHEAD * view.drawingAhead + AHEAD && view.drawingAhead < AHEAD_BATCHES && view.blocks !== null) this.drawMore(view, view.blocks, this.drawAhead);
     return entry;
   }
 
@@ -273,7 +276,7 @@ export class EntryService {
   }
 
   private drawMore(view: View, blocks: VisibleBlocks, drawAhead: DrawAhead): void {
-    view.drawingAhead = true;
+    view.drawingAhead++;
     const draws = Array.from({ length: AHEAD }, () => drawFrom(blocks, mathRandomPick));
     drawAhead(draws, view.variables)
       .then((entries) => {
@@ -281,7 +284,7 @@ export class EntryService {
       })
       // Busy workers or a failed read: picks are made per request meanwhile, and drawn ahead again later.
       .catch(() => {})
-      .finally(() => (view.drawingAhead = false));
+      .finally(() => view.drawingAhead--);
   }
 
   /** admit keeps an entry read by UUID, unless a change came in while it was read. */
@@ -325,7 +328,7 @@ export class EntryService {
       const applied = view !== null && revision > view.revision && (await this.apply(view.revision, encode));
       if (!applied) this.restart();
       // A fresh object: a read begun under the old view does not fill the cache (admit).
-      this.view = { revision, variables, encode, blocks: null, loading: null, ahead: [], drawingAhead: false };
+      this.view = { revision, variables, encode, blocks: null, loading: null, ahead: [], drawingAhead: 0 };
       if (!applied) void this.fill(this.generation);
     }
   }
