@@ -84,6 +84,11 @@ export function entryJsonEncoder(variables: ServerVariables): (entry: EntryRecor
 /** An entry's prepared JSON: the body, or the template of one whose text has server variables. */
 export type EntryJson = string | EntryJsonTemplate;
 
+/** asciiBytesOf is a prepared body's length in bytes when it is all ASCII (its length in characters), else undefined. */
+export function asciiBytesOf(json: EntryJson): number | undefined {
+  return typeof json === 'string' && isAscii(json) ? json.length : undefined;
+}
+
 /** Prepared JSON as it crosses to another thread, where a template's class does not survive. */
 export type EntryJsonWire = string | { readonly parts: EntryJsonTemplate['parts'] };
 

@@ -39,9 +39,9 @@ export function drawFrom(blocks: VisibleBlocks, pick: PickIndex): Draw {
   return { block, nth: k - before, visible: ends[low]! - before, id: block * COUNT_BLOCK + pick(COUNT_BLOCK) };
 }
 
-/** How a draw is resolved: reads by id and by place in a block, each the entry, null for none, or undefined when it cannot read now. */
+/** How a draw is resolved: reads by id and by place in a block, each the entry, null for none, or undefined when it cannot read now (storage's EntryReadsNow is one). */
 export interface DrawReads<T> {
-  byId(id: number): T | null | undefined;
+  findById(id: number): T | null | undefined;
   nthInBlock(block: number, n: number): T | null | undefined;
 }
 
@@ -67,7 +67,7 @@ export function nextId(draw: Draw, attempt: number, pick: PickIndex): number {
 export function resolveDraw<T>(draw: Draw, pick: PickIndex, reads: DrawReads<T>): T | null | undefined {
   const tries = idsToTry(draw);
   for (let attempt = 0; attempt < tries; attempt++) {
-    const found = reads.byId(nextId(draw, attempt, pick));
+    const found = reads.findById(nextId(draw, attempt, pick));
     if (found !== null) return found;
   }
   return reads.nthInBlock(draw.block, draw.nth);

@@ -4,8 +4,7 @@
  * by-UUID reads; the ones not asked for again go first) and by id (the random pick); when it is `complete`
  * it holds every visible entry, so a pick among its slots is a uniform pick and a miss is an answer.
  */
-import { isAscii } from '../../domain/text.ts';
-import type { EntryJson } from '../../formats/entry.ts';
+import { asciiBytesOf, type EntryJson } from '../../formats/entry.ts';
 
 export interface CachedEntry {
   readonly id: number;
@@ -48,11 +47,11 @@ export class HotCache {
 
   /** weigh makes the cached form of an entry, or null when it could never fit. */
   weigh(id: number, uuid: string, json: EntryJson): CachedEntry | null {
-    const ascii = typeof json === 'string' && isAscii(json);
-    const body = typeof json === 'string' ? (ascii || !/[^\x00-\xff]/.test(json) ? json.length : 2 * json.length) : this.templateSize(json);
+    const asciiBytes = asciiBytesOf(json);
+    const body = typeof json === 'string' ? (asciiBytes !== undefined || !/[^\x00-\xff]/.test(json) ? json.length : 2 * json.length) : this.templateSize(json);
     const bytes = body + OVERHEAD;
     if (bytes > this.budget) return null;
-    return { id, uuid, json, asciiBytes: ascii ? (json as string).length : undefined, bytes, slot: -1, used: false };
+    return { id, uuid, json, asciiBytes, bytes, slot: -1, used: false };
   }
 
   /** fits tells whether `bytes` more fit the budget without letting any entry go. */

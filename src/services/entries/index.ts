@@ -19,9 +19,8 @@
  *   changes than MAX_APPLIED at once start the cache again, empty, refilled in the background.
  */
 import type { EntryRecord } from '../../domain/records.ts';
-import { isAscii } from '../../domain/text.ts';
 import { mathRandomPick, type PickIndex, type ServerVariables } from '../../domain/variables.ts';
-import { entryJsonEncoder, entryRecordOf, type EntryJson, type EntryJsonTemplate } from '../../formats/entry.ts';
+import { asciiBytesOf, entryJsonEncoder, entryRecordOf, type EntryJson, type EntryJsonTemplate } from '../../formats/entry.ts';
 import { watchCache } from '../../metrics/registry.ts';
 import { ChangeStore, logsChanges } from '../../storage/changes.ts';
 import type { DatabaseStatus, StoredEntry, VisibleBlocks } from '../../storage/entries.ts';
@@ -237,7 +236,7 @@ export class EntryService {
     const entries = this.storage.entries;
     const prepared = (stored: StoredEntry | null | undefined) => (stored === undefined || stored === null ? stored : ready(view.encode(stored)));
     const found = resolveDraw(draw, pick, {
-      byId: (id) => this.hot.findId(id) ?? prepared(entries.findByIdNow(id)),
+      findById: (id) => this.hot.findId(id) ?? prepared(entries.findByIdNow(id)),
       nthInBlock: (block, n) => prepared(entries.nthInBlockNow(block, n)),
     });
     // Not read now, or fewer than counted (a change between the counts and now): the routes go on.
@@ -415,6 +414,6 @@ export class EntryService {
 }
 
 /** ready is a prepared entry with its length in bytes when all ASCII. */
-export function ready(json: EntryJson): ReadyEntry {
-  return { json, asciiBytes: typeof json === 'string' && isAscii(json) ? json.length : undefined };
+function ready(json: EntryJson): ReadyEntry {
+  return { json, asciiBytes: asciiBytesOf(json) };
 }

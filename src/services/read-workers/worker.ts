@@ -11,9 +11,8 @@ import { openSqlite, sqliteQuirks, sqliteReadNow } from '../../db/dialects/sqlit
 import type { DB } from '../../db/schema.ts';
 import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
-import { isAscii } from '../../domain/text.ts';
 import { mathRandomPick, type ServerVariables } from '../../domain/variables.ts';
-import { entryJsonEncoder, entryJsonToWire, type EntryJsonWire } from '../../formats/entry.ts';
+import { asciiBytesOf, entryJsonEncoder, entryJsonToWire, type EntryJsonWire } from '../../formats/entry.ts';
 import { EntryReadsNow } from '../../storage/entries.ts';
 import { resolveDraw, type Draw } from '../entries/draws.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
@@ -274,12 +273,11 @@ export async function drawTask(task: DrawTask): Promise<DrawnEntry[] | PageFailu
   try {
     const reads = reader(task.file).now!;
     const encode = entryJsonEncoder(task.variables);
-    const reading = { byId: (id: number) => reads.findById(id), nthInBlock: (block: number, n: number) => reads.nthInBlock(block, n) };
     return task.draws.map((draw) => {
-      const stored = resolveDraw(draw, mathRandomPick, reading);
+      const stored = resolveDraw(draw, mathRandomPick, reads);
       if (stored === null || stored === undefined) return null;
       const json = encode(stored);
-      return { json: entryJsonToWire(json), asciiBytes: typeof json === 'string' && isAscii(json) ? json.length : undefined };
+      return { json: entryJsonToWire(json), asciiBytes: asciiBytesOf(json) };
     });
   } catch (error) {
     return failure(error);
