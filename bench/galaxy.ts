@@ -17,7 +17,6 @@
  *   npm run bench:galaxy                          # 10,000 and 100,000 entries
  *   GALAXY_BENCH_SIZES=1000000 npm run bench:galaxy
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -28,12 +27,11 @@ import { migrate, openDatabase } from '../src/db/database.ts';
 import { WORKER_MAX_HEAP_MB } from '../src/services/galaxy/background.ts';
 import { createStorage } from '../src/storage/index.ts';
 import { topicCorpus } from '../test/galaxy/corpus.ts';
-import { median, startService } from './lib.ts';
+import { median, runCommand as run, startService } from './lib.ts';
 
 const SIZES = (process.env.GALAXY_BENCH_SIZES ?? '10000,100000').split(',').map(Number);
 const PORT = Number(process.env.GALAXY_BENCH_PORT ?? 18291);
 const BASE = `http://127.0.0.1:${PORT}`;
-const CLOCK_TICK = 100; // USER_HZ on Linux
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-galaxy-bench-'));
@@ -64,39 +62,6 @@ async function addEntries(file: string, count: number, seedNumber: number): Prom
   await storage.entries.insertEntries(entries);
   await database.close();
   return entries.map((e) => e.uuid);
-}
-
-/** A figure of /proc/<pid>/status (VmRSS, VmHWM) in KiB, and utime + stime in seconds. */
-function procStatus(pid: number): { hwm: number; cpu: number } {
-  try {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return { hwm: Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0), cpu: (Number(stat[11]) + Number(stat[12])) / CLOCK_TICK };
-  } catch {
-    return { hwm: 0, cpu: 0 };
-  }
-}
-
-/** run runs the command line to its end, sampling its peak RSS and CPU time. */
-async function run(args: string[], env: Record<string, string>): Promise<{ seconds: number; cpu: number; peakMiB: number; stdout: string }> {
-  const started = performance.now();
-  const child = spawn(process.execPath, ['bin/nonsense.js', ...args], {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  let last = { hwm: 0, cpu: 0 };
-  const poll = setInterval(() => {
-    const now = procStatus(child.pid!);
-    if (now.hwm > 0) last = now;
-  }, 50);
-  const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
-  clearInterval(poll);
-  if (code !== 0) throw new Error(`nonsense ${args.join(' ')} failed (${code}):\n${stderr}`);
-  return { seconds: (performance.now() - started) / 1000, cpu: last.cpu, peakMiB: last.hwm / 1024, stdout: stdout.trim() };
 }
 
 /**

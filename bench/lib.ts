@@ -204,11 +204,13 @@ export async function loadRound(url: string, pid: number, { connections, seconds
   return { rps: result.requests.average, p99: result.latency.p99, errors: result.errors + result.non2xx, cpu };
 }
 
+/** The unit of /proc/<pid>/stat's CPU times: USER_HZ on Linux. */
+const CLOCK_TICK = 100;
+
 /** cpuMs reads a process's CPU time so far (user and system), in milliseconds. */
 export function cpuMs(pid: number): number {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const tick = 1000 / 100;
-  return (Number(fields[11]) + Number(fields[12])) * tick;
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICK;
 }
 
 /** median is the middle value, or the mean of the two middle values of an even count. */
@@ -216,4 +218,37 @@ export function median(xs: number[]): number {
   const sorted = [...xs].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** A figure of /proc/<pid>/status (VmRSS, VmHWM) in KiB, and utime + stime in seconds. */
+function procStatus(pid: number): { hwm: number; cpu: number } {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return { hwm: Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0), cpu: (Number(stat[11]) + Number(stat[12])) / CLOCK_TICK };
+  } catch {
+    return { hwm: 0, cpu: 0 };
+  }
+}
+
+/** runCommand runs `nonsense <args>` to its end, sampling its peak RSS and CPU time (all its threads). */
+export async function runCommand(args: string[], env: Record<string, string>): Promise<{ seconds: number; cpu: number; peakMiB: number; stdout: string }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, ['bin/nonsense.js', ...args], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  let last = { hwm: 0, cpu: 0 };
+  const poll = setInterval(() => {
+    const now = procStatus(child.pid!);
+    if (now.hwm > 0) last = now;
+  }, 50);
+  const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
+  clearInterval(poll);
+  if (code !== 0) throw new Error(`nonsense ${args.join(' ')} failed (${code}):\n${stderr}`);
+  return { seconds: (performance.now() - started) / 1000, cpu: last.cpu, peakMiB: last.hwm / 1024, stdout: stdout.trim() };
 }

@@ -11,6 +11,12 @@
  *   SCALE_SECONDS=10 IMPORT_SAMPLE=50000 npm run bench:scale
  *   SCALE_ONLY=import ENGINES=sqlite SCALE_SIZES=1e6 npm run bench:scale   # only the import's figure
  *   SCALE_ONLY=service npm run bench:scale                                  # every figure but the import's
+ *   SCALE_ONLY=galaxy ENGINES=sqlite SCALE_SIZES=10e6 npm run bench:scale   # a full galaxy layout (half an hour at 10M)
+ *
+ * The galaxy's layout is measured only when asked for (SCALE_ONLY=galaxy): it takes minutes a
+ * million entries. It stores the layout in the kept database, so that later runs serve it; until one
+ * has run, the service lays the galaxy out in the background while it is measured, and its memory
+ * figure includes the layout's threads.
  */
 import { execFileSync, fork, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,7 +29,8 @@ import { migrate, openDatabase } from '../src/db/database.ts';
 import { importFile } from '../src/import/import-file.ts';
 import { createStorage } from '../src/storage/index.ts';
 import type { ProbeResult } from './latency-probe.ts';
-import { loadRound, memory, startService, type Service } from './lib.ts';
+import { WORKER_MAX_HEAP_MB } from '../src/services/galaxy/background.ts';
+import { loadRound, memory, runCommand, startService, type Service } from './lib.ts';
 import { COMMON_WORD, COMMON_WORDS, importSample, RARE_WORD, SCALE_DIR, SCALE_SERVER, scaleDatabase, scaleTimestamp, type ScaleDatabase, type ScaleEngine } from './scale-data.ts';
 
 const ENGINES = (process.env.ENGINES ?? 'sqlite,postgres').split(',').map((e) => e.trim()) as ScaleEngine[];
@@ -31,9 +38,11 @@ const DEFAULT_SIZES: Record<ScaleEngine, string> = { sqlite: '1e6,5e6,10e6', pos
 const SECONDS = Number(process.env.SCALE_SECONDS ?? 5);
 const MIXED_SECONDS = Number(process.env.SCALE_MIXED_SECONDS ?? 30);
 const IMPORT_SAMPLE = Number(process.env.IMPORT_SAMPLE ?? 20_000);
-/** `import`: only the import's time per entry, without starting the service (minutes less a size). */
+/** `import`: only the import's time per entry, without starting the service (minutes less a size); `galaxy`: only a full layout. */
 const ONLY = process.env.SCALE_ONLY;
-if (ONLY !== undefined && ONLY !== 'import' && ONLY !== 'service') throw new Error(`SCALE_ONLY=${ONLY}: only "import" and "service" are known`);
+if (ONLY !== undefined && ONLY !== 'import' && ONLY !== 'service' && ONLY !== 'galaxy') throw new Error(`SCALE_ONLY=${ONLY}: only "import", "service" and "galaxy" are known`);
+/** The galaxy's bound on a full layout at 10M entries, on two cores. */
+const GALAXY_LAYOUT_BOUND_S = 75 * 60;
 const CONNECTIONS = 20;
 const SERVICE_PORT = '18501';
 const BARE_PORT = '18502';
@@ -73,15 +82,20 @@ function get(url: string, options: { address?: string; method?: string; body?: s
 
 /**
  * download reads an answer to its end, or until `stopAfter` lines (CSV rows, "\r\n") have come, and
- * says how long it took and how many lines it read; the connection is dropped when it stops early.
+ * says how long it took (to its first byte and to its end), how many lines and bytes it read; the
+ * connection is dropped when it stops early.
  */
-function download(url: string, stopAfter = Number.POSITIVE_INFINITY): Promise<{ seconds: number; lines: number; status: number }> {
+function download(url: string, stopAfter = Number.POSITIVE_INFINITY): Promise<{ seconds: number; first: number; lines: number; bytes: number; status: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const request = http.get(url, (response) => {
       let lines = 0;
-      const done = () => resolve({ seconds: (performance.now() - started) / 1000, lines, status: response.statusCode ?? 0 });
+      let bytes = 0;
+      let first = -1;
+      const done = () => resolve({ seconds: (performance.now() - started) / 1000, first: Math.max(0, first), lines, bytes, status: response.statusCode ?? 0 });
       response.on('data', (chunk: Buffer) => {
+        if (first < 0) first = performance.now() - started;
+        bytes += chunk.length;
         for (let at = chunk.indexOf(0x0a); at !== -1; at = chunk.indexOf(0x0a, at + 1)) lines++;
         if (lines >= stopAfter) {
           done();
@@ -135,9 +149,26 @@ async function start(db: ScaleDatabase): Promise<{ service: Service; firstMs: nu
 }
 
 async function measureSize(db: ScaleDatabase): Promise<Row[]> {
+  if (ONLY === 'galaxy') return [await measureLayout(db)];
   const rows = ONLY === 'import' ? [] : await measureService(db);
   if (ONLY !== 'service') rows.push(await measureImport(db));
   return rows;
+}
+
+/**
+ * measureLayout: a full layout of the galaxy (`nonsense galaxy --refit`, the background thread's
+ * heap limit, GALAXY_THREADS as set), its wall and CPU time and the command's peak RSS. The layout
+ * stays stored in the database.
+ */
+async function measureLayout(db: ScaleDatabase): Promise<Row> {
+  const layout = await runCommand(['galaxy', '--refit'], { DATABASE_URL: db.url, NODE_OPTIONS: `--max-old-space-size=${WORKER_MAX_HEAP_MB}` });
+  const bound = (GALAXY_LAYOUT_BOUND_S * db.size) / 10_000_000;
+  return {
+    what: 'galaxy: a full layout (nonsense galaxy --refit): wall / CPU / peak RSS',
+    figure: `${(layout.seconds / 60).toFixed(1)} min / ${(layout.cpu / 60).toFixed(1)} min / ${mib(layout.peakMiB)}`,
+    bound: `≤ ${(bound / 60).toFixed(0)} min (75 min at 10M), memory not growing with the entries`,
+    holds: layout.seconds <= bound,
+  };
 }
 
 /** measureService: every figure of the running service on `db`. */
@@ -241,6 +272,17 @@ async function measureService(db: ScaleDatabase): Promise<Row[]> {
     } else {
       row('full CSV export: sqlite3 -csv time / export time', db.engine === 'sqlite' ? 'skipped: no sqlite3 binary' : `skipped on PostgreSQL (export ${full.seconds.toFixed(1)} s)`, 'none', null);
     }
+
+    // The galaxy, answered from its stored layout (none before a first layout: then 503 or an empty one).
+    const galaxyCsv = await download(`${base}/api/v1/nonsense/galaxy`);
+    const galaxyJson = await download(`${base}/api/v1/nonsense/galaxy?format=json`);
+    const galaxyFirst = Math.max(galaxyCsv.first, galaxyJson.first);
+    row(
+      'galaxy CSV / JSON, first byte (status, size, whole answer)',
+      `${ms(galaxyCsv.first)} (${galaxyCsv.status}, ${(galaxyCsv.bytes / 1e6).toFixed(0)} MB, ${galaxyCsv.seconds.toFixed(1)} s) / ${ms(galaxyJson.first)} (${galaxyJson.status}, ${(galaxyJson.bytes / 1e6).toFixed(0)} MB, ${galaxyJson.seconds.toFixed(1)} s)`,
+      '< 1 s, from the stored layout',
+      galaxyCsv.status === 200 && galaxyJson.status === 200 && galaxyFirst < 1000,
+    );
 
     // OData.
     const odata = `${base}/odata/v2/nonsense_list?$format=json`;
