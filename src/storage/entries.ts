@@ -52,7 +52,7 @@ export type EntryWrite = { entry: AdminEntry } | { duplicateOf: string } | { not
 
 /**
  * The ids counted per block in `entry_counts`: a block is `id / COUNT_BLOCK`, the formula of the
- * triggers of migration 0007.
+ * triggers of migrations 0007 and 0009.
  */
 export const COUNT_BLOCK = 4096;
 
@@ -221,8 +221,8 @@ export class EntryStore {
   }
 
   /**
-   * visibleBlocks reads the count of visible entries per block of ids (kept by triggers, migration
-   * 0007): one row per COUNT_BLOCK ids in use, whatever the number of entries in each.
+   * visibleBlocks reads the count of visible entries per block of ids (kept by triggers, migrations
+   * 0007 and 0009): one row per COUNT_BLOCK ids in use, whatever the number of entries in each.
    */
   async visibleBlocks(): Promise<VisibleBlocks> {
     const rows = await this.db.selectFrom('entry_counts').select(['block', 'visible']).where('visible', '>', 0).orderBy('block').execute();
@@ -260,8 +260,9 @@ export class EntryStore {
   async status(): Promise<DatabaseStatus> {
     return this.cache.get('status', async () => {
       const revision = await this.cache.current();
-      // Through the key's index (`block >= 0` holds for every row): on PostgreSQL, a bulk write leaves
-      // entry_counts with many dead row versions, and a sequential scan reads every page of them.
+      // Through the key's index (`block >= 0` holds for every row): on PostgreSQL, entry_counts may
+      // hold many dead row versions until vacuumed (bulk writes under the row triggers of migration
+      // 0007, many small writes since), and a sequential scan reads every page of them.
       const { count } = await this.db
         .selectFrom('entry_counts')
         .select((eb) => eb.fn.sum<number | string | null>('visible').as('count'))
