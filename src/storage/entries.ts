@@ -4,7 +4,7 @@
  * and imports, and the admin's writes. The public reads see visible entries only; findAny, for
  * moderators, sees every state. Lists of entries are read through `entry-query.ts`.
  */
-import { sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { EngineQuirks } from '../db/dialects/quirks.ts';
 import { prepareQuery, prepareReadNow, type ReadNow } from '../db/prepared.ts';
 import { randomUUID } from 'node:crypto';
@@ -52,9 +52,38 @@ export type EntryWrite = { entry: AdminEntry } | { duplicateOf: string } | { not
 
 /**
  * The ids counted per block in `entry_counts`: a block is `id / COUNT_BLOCK`, the formula of the
- * triggers of migration 0007.
+ * triggers of migrations 0007 and 0009.
  */
 export const COUNT_BLOCK = 4096;
+
+/**
+ * Entries inserted per statement by insertEntries: 5 parameters each, within both engines' limits
+ * (SQLite 32,766, PostgreSQL 65,535), and few enough that a chunk's rows and their uuids are small.
+ */
+export const INSERT_CHUNK = 500;
+
+const fullChunkTexts = new Map<boolean, string>();
+
+/**
+ * insertEntriesText is the statement that inserts `count` visible entries, skipping those that
+ * conflict, and returns the uuids of those it added. The one for a full chunk is made once per
+ * engine, as storage/changes.ts does for the change log: building it anew for each chunk of an
+ * import costs more than the database's work.
+ */
+function insertEntriesText(postgres: boolean, count: number): string {
+  if (count === INSERT_CHUNK) {
+    let text = fullChunkTexts.get(postgres);
+    if (text === undefined) fullChunkTexts.set(postgres, (text = buildInsertEntriesText(postgres, count)));
+    return text;
+  }
+  return buildInsertEntriesText(postgres, count);
+}
+
+function buildInsertEntriesText(postgres: boolean, count: number): string {
+  const p = (i: number) => (postgres ? `$${i}` : '?');
+  const rows = Array.from({ length: count }, (_, i) => `(${p(i * 5 + 1)}, ${p(i * 5 + 2)}, ${p(i * 5 + 3)}, ${p(i * 5 + 4)}, 'visible', ${p(i * 5 + 5)})`);
+  return `insert into "entries" ("uuid", "text", "text_key", "created_at", "state", "updated_at") values ${rows.join(', ')} on conflict do nothing returning "uuid"`;
+}
 
 /** A visible entry with its primary key. */
 export interface StoredEntry extends EntryRecord {
@@ -221,8 +250,8 @@ export class EntryStore {
   }
 
   /**
-   * visibleBlocks reads the count of visible entries per block of ids (kept by triggers, migration
-   * 0007): one row per COUNT_BLOCK ids in use, whatever the number of entries in each.
+   * visibleBlocks reads the count of visible entries per block of ids (kept by triggers, migrations
+   * 0007 and 0009): one row per COUNT_BLOCK ids in use, whatever the number of entries in each.
    */
   async visibleBlocks(): Promise<VisibleBlocks> {
     const rows = await this.db.selectFrom('entry_counts').select(['block', 'visible']).where('visible', '>', 0).orderBy('block').execute();
@@ -260,8 +289,9 @@ export class EntryStore {
   async status(): Promise<DatabaseStatus> {
     return this.cache.get('status', async () => {
       const revision = await this.cache.current();
-      // Through the key's index (`block >= 0` holds for every row): on PostgreSQL, a bulk write leaves
-      // entry_counts with many dead row versions, and a sequential scan reads every page of them.
+      // Through the key's index (`block >= 0` holds for every row): on PostgreSQL, entry_counts may
+      // hold many dead row versions until vacuumed (bulk writes under the row triggers of migration
+      // 0007, many small writes since), and a sequential scan reads every page of them.
       const { count } = await this.db
         .selectFrom('entry_counts')
         .select((eb) => eb.fn.sum<number | string | null>('visible').as('count'))
@@ -301,14 +331,20 @@ export class EntryStore {
   /**
    * insertEntries adds entries in one transaction, skipping any whose uuid or text (compared as
    * textKey) already exists, so that running it twice changes nothing. Each entry added is a change
-   * of its own (`entry.created`, storage/changes.ts), so the revision grows by the number added. The
-   * revision is taken at the start and held to the end (PostgreSQL: the row lock of `meta`), so that
-   * the log is written as the entries are, a batch at a time, in memory independent of their number;
-   * other writes wait for the import meanwhile, as they wait for SQLite's write lock. If reading
-   * `entries` throws, the transaction rolls back: nothing is written.
+   * of its own (`entry.created`, storage/changes.ts), so the revision grows by the number added, in
+   * the order of `entries`. The revision is taken at the start and held to the end (PostgreSQL: the
+   * row lock of `meta`), so that the log is written as the entries are, a chunk at a time, in memory
+   * independent of their number; other writes wait for the import meanwhile, as they wait for
+   * SQLite's write lock. If reading `entries` throws, the transaction rolls back: nothing is written.
+   *
+   * Each statement inserts up to INSERT_CHUNK entries and returns the uuids of those it added: an
+   * entry that conflicts with one stored, or with one before it in the same statement, is left out
+   * by `on conflict do nothing`. The uuids in a statement are distinct (a uuid seen again starts the
+   * next one), so that each uuid returned names one entry of the input.
    */
   async insertEntries(entries: Iterable<NewEntry> | AsyncIterable<NewEntry>): Promise<InsertResult> {
     const logged = logsChanges(this.db);
+    const postgres = this.quirks.engine === 'postgres';
     const result = await this.db.transaction().execute(async (trx) => {
       let added = 0;
       let skipped = 0;
@@ -317,31 +353,36 @@ export class EntryStore {
       const base = logged ? await takeRevisions(trx, 0) : 0;
       const variables = logged ? await readServerVariables(trx) : new Map<string, string[]>();
       let batch: Change[] = [];
+      let chunk: NewEntry[] = [];
+      const uuids = new Set<string>();
+      const write = async () => {
+        const parameters: unknown[] = [];
+        for (const entry of chunk) parameters.push(entry.uuid, entry.text, textKey(entry.text), entry.timestamp, now);
+        const { rows } = await trx.executeQuery<{ uuid: string }>(CompiledQuery.raw(insertEntriesText(postgres, chunk.length), parameters));
+        const inserted = new Set(rows.map((row) => row.uuid));
+        for (const entry of chunk) {
+          if (!inserted.has(entry.uuid)) {
+            skipped++;
+            continue;
+          }
+          added++;
+          if (!logged) continue;
+          batch.push({ revision: base + added, type: 'entry.created', at, key: entry.uuid, entry: entryJson(entry, variables) });
+          if (batch.length >= CHANGE_BATCH) {
+            await insertChanges(trx, batch);
+            batch = [];
+          }
+        }
+        chunk = [];
+        uuids.clear();
+      };
       for await (const entry of entries) {
-        const inserted = await trx
-          .insertInto('entries')
-          .values({
-            uuid: entry.uuid,
-            text: entry.text,
-            text_key: textKey(entry.text),
-            created_at: entry.timestamp,
-            state: 'visible',
-            updated_at: now,
-          })
-          .onConflict((oc) => oc.doNothing())
-          .executeTakeFirst();
-        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) {
-          skipped++;
-          continue;
-        }
-        added++;
-        if (!logged) continue;
-        batch.push({ revision: base + added, type: 'entry.created', at, key: entry.uuid, entry: entryJson(entry, variables) });
-        if (batch.length >= CHANGE_BATCH) {
-          await insertChanges(trx, batch);
-          batch = [];
-        }
+        if (uuids.has(entry.uuid)) await write();
+        chunk.push(entry);
+        uuids.add(entry.uuid);
+        if (chunk.length >= INSERT_CHUNK) await write();
       }
+      if (chunk.length > 0) await write();
       if (added > 0 && logged) {
         await insertChanges(trx, batch);
         await takeRevisions(trx, added);

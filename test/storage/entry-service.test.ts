@@ -4,10 +4,11 @@
  * its random pick by the counts per block of ids; and the status count. On both engines.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Migrator } from 'kysely';
+import { Migrator, sql, type Kysely } from 'kysely';
 import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase } from '../../src/db/database.ts';
 import { migrationProvider } from '../../src/db/migrations/index.ts';
+import type { DB } from '../../src/db/schema.ts';
 import { seededPick } from '../../src/domain/variables.ts';
 import { entryRecordOf, renderEntryJson } from '../../src/formats/entry.ts';
 import { EntryService } from '../../src/services/entries/index.ts';
@@ -200,6 +201,89 @@ describe('the entry service', () => {
   });
 });
 
+const postgres = process.env.TEST_DATABASE === 'postgres';
+
+/** Visible entries per block as `entry_counts` holds them (blocks counted 0 left out), and as the entries are. */
+async function countsAndTruth(db: Kysely<DB>): Promise<{ kept: Record<number, number>; truth: Record<number, number> }> {
+  const kept = await db.selectFrom('entry_counts').select(['block', 'visible']).where('visible', '<>', 0).orderBy('block').execute();
+  const truth = await db
+    .selectFrom('entries')
+    .select([sql<number>`id / 4096`.as('block'), (eb) => eb.fn.countAll<number | string>().as('visible')])
+    .where('state', '=', 'visible')
+    .groupBy(sql`id / 4096`)
+    .execute();
+  const byBlock = (rows: { block: number | string; visible: number | string }[]) => Object.fromEntries(rows.map((r) => [Number(r.block), Number(r.visible)]));
+  return { kept: byBlock(kept), truth: byBlock(truth) };
+}
+
+async function expectExactCounts(db: Kysely<DB>): Promise<Record<number, number>> {
+  const { kept, truth } = await countsAndTruth(db);
+  expect(kept).toEqual(truth);
+  return kept;
+}
+
+/**
+ * insertSeries adds entries with ids `from` to `to` in one statement (no parameters, so any number of
+ * rows), every fifth one hidden.
+ */
+const insertSeries = (db: Kysely<DB>, from: number, to: number, tag: string) =>
+  sql`with recursive n(i) as (select ${sql.lit(from)} union all select i + 1 from n where i < ${sql.lit(to)})
+    insert into entries (id, uuid, text, text_key, created_at, state, updated_at)
+    select i, ${sql.lit(tag)} || '-' || i, 'Series ' || ${sql.lit(tag)} || ' ' || i, 'series ' || ${sql.lit(tag)} || ' ' || i, i,
+      case when i % 5 = 0 then 'hidden' else 'visible' end, 0 from n`.execute(db);
+
+const BLOCK = 4096;
+
+describe('the counts per block', () => {
+  it('stay exact through statements of many rows: insert, hide, restore, edit, delete, ids moved across blocks', async () => {
+    t = await createTestApp();
+    const db = t.database.db;
+    // One statement over four blocks (ids 1 to 3 × 4,096 + 10), a fifth of them hidden.
+    await insertSeries(db, 1, 3 * BLOCK + 10, 'a');
+    const inserted = await expectExactCounts(db);
+    expect(Object.keys(inserted).map(Number)).toEqual([0, 1, 2, 3]);
+    expect(inserted[3]).toBe(9);
+    // Several rows of several blocks hidden in one statement, then shown again.
+    await db.updateTable('entries').set({ state: 'hidden' }).where(sql<boolean>`id % 7 = 0`).execute();
+    const hidden = await expectExactCounts(db);
+    expect(hidden[0]).toBeLessThan(inserted[0]!);
+    await db.updateTable('entries').set({ state: 'visible' }).where(sql<boolean>`id % 7 = 0`).where(sql<boolean>`id % 5 <> 0`).execute();
+    expect(await expectExactCounts(db)).toEqual(inserted);
+    // Updates that change no state: the counts stay as they are.
+    await db.updateTable('entries').set({ updated_at: 1 }).execute();
+    await db.updateTable('entries').set({ text: sql`text || '!'` }).where('id', '<', 100).execute();
+    expect(await expectExactCounts(db)).toEqual(inserted);
+    // Rows of every block deleted in one statement, visible and hidden.
+    await db.deleteFrom('entries').where(sql<boolean>`id % 3 = 0`).execute();
+    const deleted = await expectExactCounts(db);
+    expect(deleted[1]).toBeLessThan(inserted[1]!);
+    // Ids moved to other blocks (hidden rows among them), and state and id changed in one statement.
+    await db.updateTable('entries').set({ id: sql`id + ${sql.lit(5 * BLOCK)}` }).where(sql<boolean>`id % 4 = 1`).execute();
+    const moved = await expectExactCounts(db);
+    expect(Object.keys(moved).map(Number)).toEqual([0, 1, 2, 3, 5, 6, 7, 8]);
+    await db.updateTable('entries').set({ id: sql`id - ${sql.lit(5 * BLOCK)}`, state: 'hidden' }).where('id', '>', 5 * BLOCK).execute();
+    await expectExactCounts(db);
+    await db.deleteFrom('entries').execute();
+    expect(await expectExactCounts(db)).toEqual({});
+  }, 60_000);
+
+  // A row trigger writes a version of its block's row per visible row (9,839 here), a statement's
+  // trigger one per block it touched.
+  it.runIf(postgres)('are written once per block a statement touches, not once per row (PostgreSQL)', async () => {
+    t = await createTestApp();
+    const db = t.database.db;
+    const written = await db.transaction().execute(async (trx) => {
+      await insertSeries(trx, 1, 3 * BLOCK + 10, 'b');
+      const { rows } = await sql<{ written: number | string }>`select n_tup_ins + n_tup_upd as written
+        from pg_stat_xact_user_tables where relname = 'entry_counts'`.execute(trx);
+      return Number(rows[0]?.written ?? 0);
+    });
+    expect(written).toBeGreaterThan(0);
+    expect(written).toBeLessThanOrEqual(4);
+    await expectExactCounts(db);
+  });
+});
+
 describe('the random pick', () => {
   it.each([
     ['by the counts per block of ids, without a cache', 0],
@@ -334,12 +418,35 @@ describe('the status count', () => {
         uuid: uuidOf(n), text: `Stored before ${n}.`, text_key: `stored before ${n}.`, created_at: n, state: n % 4 === 0 ? 'hidden' : 'visible', updated_at: 0,
       }));
       for (let i = 0; i < rows.length; i += 500) await database.db.insertInto('entries').values(rows.slice(i, i + 500) as never).execute();
-      expect(await migrate(database)).toEqual(['0007-entry-counts', '0008-galaxy-answers']);
+      expect(await migrate(database)).toEqual(['0007-entry-counts', '0008-galaxy-answers', '0009-entry-counts-by-statement']);
       const storage = createStorage(database);
       expect((await storage.entries.status()).count).toBe(6750);
       const blocks = await storage.entries.visibleBlocks();
       expect(blocks.total).toBe(6750);
       expect([...blocks.blocks]).toEqual([0, 1, 2]);
+    } finally {
+      await database.close();
+      await fresh.drop();
+    }
+  });
+
+  it.runIf(postgres)('counts again when the triggers count by statement (migration 0009, PostgreSQL)', async () => {
+    const fresh = await freshDatabaseUrl(tempDir());
+    const database = await openDatabase(loadConfig({ DATABASE_URL: fresh.url }).database);
+    try {
+      const db = database.db;
+      await new Migrator({ db, provider: migrationProvider }).migrateTo('0008-galaxy-answers');
+      await insertSeries(db, 1, 2 * BLOCK + 100, 'c');
+      // Counts gone wrong before the migration: it replaces them with a count of the entries.
+      await db.updateTable('entry_counts').set({ visible: sql`visible + 5` }).execute();
+      await db.insertInto('entry_counts').values({ block: 40, visible: 3 }).execute();
+      expect(await migrate(database)).toEqual(['0009-entry-counts-by-statement']);
+      expect(Object.keys(await expectExactCounts(db))).toEqual(['0', '1', '2']);
+      const { rows } = await sql<{ tgname: string }>`select tgname from pg_trigger
+        where tgrelid = 'entries'::regclass and tgname like 'entry_counts%' order by tgname`.execute(db);
+      expect(rows.map((r) => r.tgname)).toEqual(['entry_counts_delete', 'entry_counts_insert', 'entry_counts_update']);
+      await insertSeries(db, 3 * BLOCK, 3 * BLOCK + 10, 'd');
+      expect(Object.keys(await expectExactCounts(db))).toEqual(['0', '1', '2', '3']);
     } finally {
       await database.close();
       await fresh.drop();

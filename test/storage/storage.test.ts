@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
 import { openDatabase } from '../../src/db/database.ts';
 import { DEMO_DIR, loadDemo } from '../../src/demo/load-demo.ts';
 import { isMultiline } from '../../src/domain/text.ts';
 import { CLIENT_VARIABLES, seededPick } from '../../src/domain/variables.ts';
 import { EntryService } from '../../src/services/entries/index.ts';
+import { INSERT_CHUNK, type NewEntry } from '../../src/storage/entries.ts';
 import { readRevision } from '../../src/storage/revision.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
@@ -117,6 +119,90 @@ describe('entry storage', () => {
     // Nothing hidden or deleted was picked.
     for (const gone of many.slice(0, 600)) expect(hits.has(gone.uuid)).toBe(false);
   }, 60_000);
+});
+
+describe('inserting many entries at once', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  const uuid = (n: number) => `00000000-0000-4000-9000-${String(n).padStart(12, '0')}`;
+  /** The change log after `revision`: type, key and text, by revision. */
+  const changesAfter = async (revision: number) =>
+    (await t.database.db.selectFrom('changes').select(['revision', 'type', 'key', 'entry']).where('revision', '>', revision).orderBy('revision').execute()).map((row) => ({
+      revision: Number(row.revision),
+      type: row.type,
+      key: row.key,
+      text: (JSON.parse(row.entry!) as { nonsense: string }).nonsense,
+    }));
+
+  it('on either engine, a statement skips a row that conflicts with an earlier row of the same statement', async () => {
+    const { rows } = await sql<{ uuid: string }>`insert into entries (uuid, text, text_key, created_at, state, updated_at) values
+      (${uuid(1)}, 'Same statement one', 'same statement one', 1, 'visible', 0),
+      (${uuid(1)}, 'Same statement two', 'same statement two', 1, 'visible', 0),
+      (${uuid(2)}, 'Same Statement One', 'same statement one', 1, 'visible', 0),
+      (${uuid(3)}, 'Same statement three', 'same statement three', 1, 'visible', 0)
+      on conflict do nothing returning uuid`.execute(t.database.db);
+    expect(rows.map((row) => row.uuid).sort()).toEqual([uuid(1), uuid(3)]);
+    const stored = await t.database.db.selectFrom('entries').select(['uuid', 'text']).where('text_key', 'like', 'same statement %').orderBy('uuid').execute();
+    expect(stored).toEqual([
+      { uuid: uuid(1), text: 'Same statement one' },
+      { uuid: uuid(3), text: 'Same statement three' },
+    ]);
+  });
+
+  it('skips duplicates within one call, by uuid and by text, and logs the added ones in the order given', async () => {
+    const before = await t.storage.entries.readRevision();
+    const given: NewEntry[] = [
+      { uuid: uuid(10), text: 'In one call, first', timestamp: 10 },
+      { uuid: uuid(10), text: 'In one call, same uuid', timestamp: 11 },
+      { uuid: uuid(11), text: 'IN ONE CALL, FIRST', timestamp: 12 },
+      { uuid: uuid(12), text: 'In one call, second', timestamp: 13 },
+      // The first of this uuid collides with a stored text and is skipped; the second is new.
+      { uuid: uuid(13), text: 'Same statement one', timestamp: 14 },
+      { uuid: uuid(13), text: 'In one call, third', timestamp: 15 },
+      { uuid: uuid(14), text: 'in one call, second', timestamp: 16 },
+    ];
+    expect(await t.storage.entries.insertEntries(given)).toEqual({ added: 3, skipped: 4 });
+    expect(await changesAfter(before)).toEqual([
+      { revision: before + 1, type: 'entry.created', key: uuid(10), text: 'In one call, first' },
+      { revision: before + 2, type: 'entry.created', key: uuid(12), text: 'In one call, second' },
+      { revision: before + 3, type: 'entry.created', key: uuid(13), text: 'In one call, third' },
+    ]);
+    expect(await t.storage.entries.readRevision()).toBe(before + 3);
+    expect((await t.storage.entries.findAny(uuid(13)))?.text).toBe('In one call, third');
+    expect(await t.storage.entries.findAny(uuid(11))).toBeNull();
+  });
+
+  it('takes an async iterable of several chunks, with duplicates across chunks, and writes nothing when it throws', async () => {
+    const count = 3 * INSERT_CHUNK + 7;
+    const before = await t.storage.entries.readRevision();
+    let read = 0;
+    const written = () => t.database.db.selectFrom('entries').select((eb) => eb.fn.countAll<number | string>().as('n')).where('text', 'like', 'Chunked %').executeTakeFirstOrThrow();
+    // Every third entry repeats the text of the one a chunk before it (by another uuid): skipped.
+    const textOf = (n: number) => (n % 3 === 2 && n >= INSERT_CHUNK ? `Chunked ${n - INSERT_CHUNK}` : `Chunked ${n}`);
+    async function* entries(fail: boolean): AsyncGenerator<NewEntry> {
+      for (let n = 0; n < count; n++) {
+        read++;
+        if (fail && n === count - 1) throw new Error('the file ends early');
+        yield { uuid: uuid(1000 + n), text: textOf(n), timestamp: n };
+      }
+    }
+    const insertEntries = t.storage.entries.insertEntries.bind(t.storage.entries);
+    await expect(insertEntries(entries(true))).rejects.toThrow('the file ends early');
+    expect(Number((await written()).n)).toBe(0);
+    expect(await t.storage.entries.readRevision()).toBe(before);
+    read = 0;
+    const repeats = Array.from({ length: count }, (_, n) => n).filter((n) => textOf(n) !== `Chunked ${n}`).length;
+    expect(await insertEntries(entries(false))).toEqual({ added: count - repeats, skipped: repeats });
+    expect(read).toBe(count);
+    expect(Number((await written()).n)).toBe(count - repeats);
+    const logged = await changesAfter(before);
+    expect(logged.map((c) => c.key)).toEqual(Array.from({ length: count }, (_, n) => n).filter((n) => textOf(n) === `Chunked ${n}`).map((n) => uuid(1000 + n)));
+    expect(logged.map((c) => c.revision)).toEqual(logged.map((_, i) => before + 1 + i));
+  });
 });
 
 describe('two instances on one database', () => {

@@ -12,6 +12,7 @@ import * as m0005 from './0005-galaxy.ts';
 import * as m0006 from './0006-changes.ts';
 import * as m0007 from './0007-entry-counts.ts';
 import * as m0008 from './0008-galaxy-answers.ts';
+import * as m0009 from './0009-entry-counts-by-statement.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -22,6 +23,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0006-changes': m0006,
   '0007-entry-counts': m0007,
   '0008-galaxy-answers': m0008,
+  '0009-entry-counts-by-statement': m0009,
 };
 
 export const migrationProvider: MigrationProvider = {
