@@ -15,8 +15,9 @@
  *
  * The galaxy's layout is measured only when asked for (SCALE_ONLY=galaxy): it takes minutes a
  * million entries. It stores the layout in the kept database, so that later runs serve it; until one
- * has run, the service lays the galaxy out in the background while it is measured, and its memory
- * figure includes the layout's threads.
+ * has run, the service lays the galaxy out in the background while it is measured (a first start on
+ * a large database), and its figures include the layout's threads. SCALE_GALAXY=off measures the
+ * service as it runs once the layout is stored (GALAXY=off: no layout thread).
  */
 import { execFileSync, fork, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -139,7 +140,8 @@ const maxOf = (result: ProbeResult) => Math.max(0, ...Object.values(result.laten
 /** start runs the service on `db` and waits for the first 200 of random, timed from the spawn. */
 async function start(db: ScaleDatabase): Promise<{ service: Service; firstMs: number }> {
   const started = performance.now();
-  const service = await startService({ DATABASE_URL: db.url, PORT: SERVICE_PORT, LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', TRUST_PROXY: '127.0.0.1' });
+  const galaxy = process.env.SCALE_GALAXY === undefined ? {} : { GALAXY: process.env.SCALE_GALAXY };
+  const service = await startService({ DATABASE_URL: db.url, PORT: SERVICE_PORT, LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', TRUST_PROXY: '127.0.0.1', ...galaxy });
   for (;;) {
     const res = await get(`${service.url}/api/v1/nonsense/random`);
     if (res.status === 200) return { service, firstMs: performance.now() - started };
