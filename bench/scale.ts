@@ -140,7 +140,7 @@ const maxOf = (result: ProbeResult) => Math.max(0, ...Object.values(result.laten
 /** start runs the service on `db` and waits for the first 200 of random, timed from the spawn. */
 async function start(db: ScaleDatabase): Promise<{ service: Service; firstMs: number }> {
   const started = performance.now();
-  const galaxy = process.env.SCALE_GALAXY === undefined ? {} : { GALAXY: process.env.SCALE_GALAXY };
+  const galaxy: Record<string, string> = process.env.SCALE_GALAXY === undefined ? {} : { GALAXY: process.env.SCALE_GALAXY };
   const service = await startService({ DATABASE_URL: db.url, PORT: SERVICE_PORT, LOG_LEVEL: 'warn', RATE_LIMIT_READ: 'off', TRUST_PROXY: '127.0.0.1', ...galaxy });
   for (;;) {
     const res = await get(`${service.url}/api/v1/nonsense/random`);

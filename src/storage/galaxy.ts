@@ -319,38 +319,41 @@ export class GalaxyStore {
     return Number(count);
   }
 
-  /** visibleKeys walks the ids and uuids of the visible entries, in pages. */
+  /**
+   * visibleKeys walks the ids and uuids of the visible entries, in pages. Each page is read by the
+   * primary key alone and hidden entries are skipped here: with a condition on the state, SQLite
+   * picks the state index and sorts every visible entry for each page, which makes the walk
+   * quadratic in the entries (test/hardening/query-plans.test.ts).
+   */
   async *visibleKeys(pageRows = 20_000): AsyncGenerator<{ id: number; uuid: string }[]> {
     let after = -1;
     for (;;) {
-      const rows = await this.db
-        .selectFrom('entries')
-        .select(['id', 'uuid'])
-        .where('state', '=', 'visible')
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(pageRows)
-        .execute();
-      if (rows.length > 0) yield rows;
+      const rows = await this.keysPage(after, pageRows).execute();
+      const visible = rows.filter((row) => row.state === 'visible').map(({ id, uuid }) => ({ id, uuid }));
+      if (visible.length > 0) yield visible;
       if (rows.length < pageRows) return;
       after = rows.at(-1)!.id;
       await giveWay();
     }
   }
 
-  /** visibleEntries walks the visible entries with their texts, in pages, in id order. */
+  /** keysPage is the statement of a page of visibleKeys: entries after id `after`, whatever their state. */
+  keysPage(after: number, pageRows: number) {
+    return this.db.selectFrom('entries').select(['id', 'uuid', 'state']).where('id', '>', after).orderBy('id').limit(pageRows);
+  }
+
+  /** entriesPage is the statement of a page of visibleEntries: entries after id `after`, whatever their state. */
+  entriesPage(after: number, pageRows: number) {
+    return this.db.selectFrom('entries').select(['id', 'text', 'updated_at', 'state']).where('id', '>', after).orderBy('id').limit(pageRows);
+  }
+
+  /** visibleEntries walks the visible entries with their texts, in pages, in id order: by the primary key alone, as visibleKeys. */
   async *visibleEntries(pageRows = 2000): AsyncGenerator<EntryToPlace[]> {
     let after = -1;
     for (;;) {
-      const rows = await this.db
-        .selectFrom('entries')
-        .select(['id', 'text', 'updated_at'])
-        .where('state', '=', 'visible')
-        .where('id', '>', after)
-        .orderBy('id')
-        .limit(pageRows)
-        .execute();
-      if (rows.length > 0) yield rows.map(toPlace);
+      const rows = await this.entriesPage(after, pageRows).execute();
+      const visible = rows.filter((row) => row.state === 'visible').map(toPlace);
+      if (visible.length > 0) yield visible;
       if (rows.length < pageRows) return;
       after = rows.at(-1)!.id;
       await giveWay();
