@@ -208,7 +208,8 @@ describe('nonsense import', () => {
           get(target, name, receiver) {
             if (name !== 'insertEntries') return Reflect.get(target, name, receiver) as unknown;
             return async (batch: Parameters<typeof target.insertEntries>[0]) => {
-              during ??= { cache: await pragma('cache_size'), autocheckpoint: await pragma('wal_autocheckpoint') };
+              // The last batch's: the thread starts with the second.
+              during = { cache: await pragma('cache_size'), autocheckpoint: await pragma('wal_autocheckpoint') };
               return target.insertEntries(batch);
             };
           },
@@ -221,6 +222,12 @@ describe('nonsense import', () => {
         const { rows: [state] } = await sql<{ log: number; checkpointed: number }>`pragma wal_checkpoint(PASSIVE)`.execute(fresh.database.db);
         expect(state!.checkpointed).toBe(state!.log);
         expect(await exported(fresh)).toBe(rows);
+        // An import of one batch starts no thread: the connection keeps its own checkpoints.
+        const small = path.join(fresh.dir, 'small.csv');
+        fs.writeFileSync(small, 'uuid,nonsense,original_nonsense,timestamp\r\n00000000-0000-4000-8000-999999999999,One batch only,,1700000000\r\n');
+        during = undefined;
+        expect(await importFile({ ...fresh.storage, entries } as Storage, small)).toMatchObject({ added: 1 });
+        expect(during).toEqual({ cache: -IMPORT_CACHE_BYTES / 1024, autocheckpoint: before.autocheckpoint });
       } finally {
         await fresh.close();
       }
@@ -235,6 +242,11 @@ describe('nonsense import', () => {
         // The thread's connection opens a file that is not there, and the thread ends.
         const bulk = await startSqliteBulkWrites(fresh.database.db as Kysely<unknown>, path.join(fresh.dir, 'missing', 'gone.db'), { cacheBytes: IMPORT_CACHE_BYTES });
         try {
+          // No thread before a batch is committed; the second batch starts it.
+          await bulk.beforeBatch();
+          expect(await autocheckpoint()).toBe(before);
+          bulk.afterBatch();
+          await bulk.beforeBatch();
           expect(await autocheckpoint()).toBe(0);
           await until('the writer to take its checkpoints back', async () => {
             await bulk.beforeBatch();

@@ -141,17 +141,27 @@ export async function startSqliteBulkWrites(db: Kysely<unknown>, file: string, o
   // A negative cache_size is in KiB.
   await pragma(`cache_size = ${-Math.max(1, Math.floor(options.cacheBytes / 1024))}`);
   // An in-memory database (the tests') has no WAL to checkpoint.
-  const thread = (await pragma<string>('journal_mode')) === 'wal' ? new CheckpointThread(file) : null;
-  if (thread) await pragma('wal_autocheckpoint = 0');
+  const wal = (await pragma<string>('journal_mode')) === 'wal';
+  // The thread starts with the second batch: a write of one batch (most imports) leaves its pages to
+  // the connection's own checkpoint, as any write does, without a thread started and stopped for it.
+  let thread: CheckpointThread | null = null;
+  let committed = 0;
   const boundFrames = Math.floor(WAL_BOUND_BYTES / pageSize);
   let ended = false;
   return {
     async beforeBatch() {
-      if (thread === null) return;
+      if (!wal || committed === 0) return;
+      if (thread === null) {
+        thread = new CheckpointThread(file);
+        await pragma('wal_autocheckpoint = 0');
+        // The batches committed so far are copied while the next one is written.
+        thread.request();
+      }
       if (thread.failed) await pragma(`wal_autocheckpoint = ${autocheckpoint}`);
       else if (thread.overBound(boundFrames)) await thread.settled();
     },
     afterBatch() {
+      committed++;
       thread?.request();
     },
     async end() {
