@@ -119,3 +119,19 @@ describe.runIf(sqlite)('the read worker queue', () => {
     expect(workers.queued).toBe(0);
   });
 });
+
+describe.runIf(sqlite)('the read workers after an idle spell', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ env: { READ_WORKER_THREADS: '2' }, entries: [entry('A sock and a kettle', 1_700_600_000)] });
+  });
+  afterAll(() => t.close());
+
+  it('start every thread with the first task, so that a burst does not wait for the second to start', async () => {
+    const { pool } = t.app.readWorkers! as unknown as { pool: TaskPool };
+    const threads = async () => ((await (pool as unknown as { started: Promise<{ threads: unknown[] }> | null }).started)?.threads.length ?? 0);
+    expect(await threads()).toBe(0);
+    expect((await t.app.inject('/api/v1/nonsense?format=csv')).statusCode).toBe(200);
+    await expect.poll(threads).toBe(2);
+  });
+});

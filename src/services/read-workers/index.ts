@@ -99,6 +99,8 @@ export class ReadWorkers {
       threads,
       idleTimeoutMs: IDLE_TIMEOUT_MS,
       limits: { maxHeapMb: WORKER_MAX_HEAP_MB, youngGenerationMb: WORKER_YOUNG_GENERATION_MB },
+      // Four searches at once would otherwise wait for the second thread to start.
+      startTogether: true,
     });
     this.unwatch = watchReadWorkers(() => this.queue.size);
   }

@@ -8,7 +8,7 @@ const source = workerData?.workerModule;
 if (typeof source !== 'string') throw new Error('a worker thread was started without its workerData.workerModule');
 const worker = source.endsWith('.ts') ? await (await import('tsx/esm/api')).tsImport(source, import.meta.url) : await import(source);
 
-/** run runs one task of a pool with the export it names. */
+/** run runs one task of a pool with the export it names; one without a name only starts the thread (TaskPool's startTogether). */
 export default function run({ name, task }) {
-  return worker[name](task);
+  return name === undefined ? undefined : worker[name](task);
 }
