@@ -8,6 +8,11 @@ import type { Storage } from '../../src/storage/index.ts';
 import { createTestApp, type TestContext } from '../helper.ts';
 import { until } from '../wait.ts';
 
+/** pragma reads one setting of the test database's connection. */
+async function pragma(t: TestContext, text: string): Promise<number> {
+  return Object.values((await sql.raw(`pragma ${text}`).execute(t.database.db)).rows[0] as object)[0] as number;
+}
+
 describe('nonsense import', () => {
   let source: TestContext;
   let target: TestContext;
@@ -199,8 +204,8 @@ describe('nonsense import', () => {
       const fresh = await createTestApp();
       try {
         if (fresh.database.quirks.engine !== 'sqlite') return context.skip();
-        const pragma = async (text: string) => Object.values((await sql.raw(`pragma ${text}`).execute(fresh.database.db)).rows[0] as object)[0] as number;
-        const before = { cache: await pragma('cache_size'), autocheckpoint: await pragma('wal_autocheckpoint') };
+        const settings = async () => ({ cache: await pragma(fresh, 'cache_size'), autocheckpoint: await pragma(fresh, 'wal_autocheckpoint') });
+        const before = await settings();
         const file = path.join(fresh.dir, 'bulk.csv');
         fs.writeFileSync(file, csv(rows));
         let during: { cache: number; autocheckpoint: number } | undefined;
@@ -209,7 +214,7 @@ describe('nonsense import', () => {
             if (name !== 'insertEntries') return Reflect.get(target, name, receiver) as unknown;
             return async (batch: Parameters<typeof target.insertEntries>[0]) => {
               // The last batch's: the thread starts with the second.
-              during = { cache: await pragma('cache_size'), autocheckpoint: await pragma('wal_autocheckpoint') };
+              during = await settings();
               return target.insertEntries(batch);
             };
           },
@@ -217,7 +222,7 @@ describe('nonsense import', () => {
         expect(await importFile({ ...fresh.storage, entries } as Storage, file)).toMatchObject({ added: rows });
         // While writing: the page cache in KiB (negative), the connection's own checkpoints off.
         expect(during).toEqual({ cache: -IMPORT_CACHE_BYTES / 1024, autocheckpoint: 0 });
-        expect({ cache: await pragma('cache_size'), autocheckpoint: await pragma('wal_autocheckpoint') }).toEqual(before);
+        expect(await settings()).toEqual(before);
         // The last batch is in the database file already: a checkpoint finds nothing left to copy.
         const { rows: [state] } = await sql<{ log: number; checkpointed: number }>`pragma wal_checkpoint(PASSIVE)`.execute(fresh.database.db);
         expect(state!.checkpointed).toBe(state!.log);
@@ -237,7 +242,7 @@ describe('nonsense import', () => {
       const fresh = await createTestApp();
       try {
         if (fresh.database.quirks.engine !== 'sqlite') return context.skip();
-        const autocheckpoint = async () => Object.values((await sql`pragma wal_autocheckpoint`.execute(fresh.database.db)).rows[0] as object)[0] as number;
+        const autocheckpoint = () => pragma(fresh, 'wal_autocheckpoint');
         const before = await autocheckpoint();
         // The thread's connection opens a file that is not there, and the thread ends.
         const bulk = await startSqliteBulkWrites(fresh.database.db as Kysely<unknown>, path.join(fresh.dir, 'missing', 'gone.db'), { cacheBytes: IMPORT_CACHE_BYTES });
