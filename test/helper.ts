@@ -67,6 +67,14 @@ export async function freshDatabaseUrl(dir: string): Promise<{ url: string; drop
   };
 }
 
+/**
+ * LANE_REVISION_AGE_MS is a revision age for tests that check which requests the fast lane answers.
+ * The lane leaves a request to Fastify while the revision is due to be read again (by default once a
+ * second, and a loaded machine can take that long between two requests). Where the test's own process
+ * makes every change, its writes show at once whatever the age, so the revision never needs re-reading.
+ */
+export const LANE_REVISION_AGE_MS = 3_600_000;
+
 /** createTestApp builds the app over a new, migrated database (SQLite, or PostgreSQL in that project). */
 export async function createTestApp(options: TestOptions = {}): Promise<TestContext> {
   const dir = tempDir();

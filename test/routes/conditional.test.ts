@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { etagMatches, modifiedSince } from '../../src/http/cache.ts';
 import { GalaxyComputer } from '../../src/services/galaxy/compute.ts';
 import { families } from '../galaxy/corpus.ts';
-import { createTestApp, entry, type TestContext } from '../helper.ts';
+import { LANE_REVISION_AGE_MS, createTestApp, entry, type TestContext } from '../helper.ts';
 
 const entries = families(4, 3).map((f, i) => entry(f.text, 1_700_000_000 + i, `bbbbbbbb-0000-4000-8000-${String(i).padStart(12, '0')}`));
 const ONE = entries[0]!.uuid;
@@ -104,7 +104,7 @@ describe('conditional requests', () => {
   let base: string;
 
   beforeAll(async () => {
-    t = await createTestApp({ entries });
+    t = await createTestApp({ entries, revisionMaxAgeMs: LANE_REVISION_AGE_MS });
     const image = await sharp({ create: { width: 4, height: 4, channels: 4, background: '#0ea5e9' } }).png().toBuffer();
     await t.storage.emojis.insertMissing([{ name: EMOJI, contentType: 'image/png', image }]);
     await new GalaxyComputer(t.database).run();

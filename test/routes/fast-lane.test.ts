@@ -8,7 +8,7 @@ import http from 'node:http';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.ts';
-import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+import { LANE_REVISION_AGE_MS, createTestApp, entry, setState, type TestContext } from '../helper.ts';
 
 const PLAIN = entry('A teapot applied for a job as a kettle.', 1_700_000_001, '0b6f5e0a-1c2d-4e3f-8a9b-0c1d2e3f4a5b');
 const OTHER = entry('The moon is only a rumour.', 1_700_000_002, '1c7a6f1b-2d3e-4f40-9bac-1d2e3f4a5b6c');
@@ -45,7 +45,7 @@ describe('the fast lane', () => {
   const inLane = () => served.mock.results.at(-1)?.value === true;
 
   beforeAll(async () => {
-    t = await createTestApp({ entries: [PLAIN], variables: VARIABLES });
+    t = await createTestApp({ entries: [PLAIN], variables: VARIABLES, revisionMaxAgeMs: LANE_REVISION_AGE_MS });
     served = vi.spyOn(t.app.fastLane, 'serve');
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const address = t.app.server.address() as { port: number };
@@ -189,7 +189,7 @@ describe('the fast lane with the access log and the read rate limit', () => {
 
   beforeAll(async () => {
     // Overload protection on as by default, at a threshold a test never reaches.
-    t = await createTestApp({ entries: [PLAIN], env: { RATE_LIMIT_READ: '6/1m', OVERLOAD_MAX_EVENT_LOOP_DELAY: '10s' } });
+    t = await createTestApp({ entries: [PLAIN], revisionMaxAgeMs: LANE_REVISION_AGE_MS, env: { RATE_LIMIT_READ: '6/1m', OVERLOAD_MAX_EVENT_LOOP_DELAY: '10s' } });
     const stream = new Writable({
       write(chunk: Buffer, _encoding, done) {
         for (const line of chunk.toString().split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);

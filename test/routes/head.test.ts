@@ -14,7 +14,7 @@ import { shareImageCache } from '../../src/metrics/registry.ts';
 import { GalaxyComputer } from '../../src/services/galaxy/compute.ts';
 import { ASSETS } from '../../src/web/assets.ts';
 import { families } from '../galaxy/corpus.ts';
-import { createTestApp, entry, type TestContext } from '../helper.ts';
+import { LANE_REVISION_AGE_MS, createTestApp, entry, type TestContext } from '../helper.ts';
 
 /** The routes added to each Fastify instance, by instance. */
 const routesOf = vi.hoisted(() => new WeakMap<object, RouteOptions[]>());
@@ -140,7 +140,7 @@ describe('HEAD on every GET route', () => {
   const renders = async () => (await shareImageCache.get()).values.filter((v) => v.labels.result === 'miss').reduce((sum, v) => sum + v.value, 0);
 
   beforeAll(async () => {
-    t = await createTestApp({ entries });
+    t = await createTestApp({ entries, revisionMaxAgeMs: LANE_REVISION_AGE_MS });
     token = (await t.storage.tokens.create('head'))!;
     const image = await sharp({ create: { width: 8, height: 8, channels: 4, background: '#e11d48' } }).png().toBuffer();
     await t.storage.emojis.insertMissing([{ name: EMOJI, contentType: 'image/png', image }]);

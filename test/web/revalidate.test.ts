@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createTestApp, entry, freePort, type TestContext } from '../helper.ts';
+import { LANE_REVISION_AGE_MS, createTestApp, entry, freePort, type TestContext } from '../helper.ts';
 import { skipWithout } from '../requirements.ts';
 import { CHROMIUM, launchChromium } from '../chromium.ts';
 
@@ -32,7 +32,7 @@ describe.skipIf(SKIP)('revalidation by hand in Chromium', () => {
   let page: Page;
 
   beforeAll(async () => {
-    t = await createTestApp({ entries: [ONE] });
+    t = await createTestApp({ entries: [ONE], revisionMaxAgeMs: LANE_REVISION_AGE_MS });
     const port = await freePort();
     await t.app.listen({ port, host: '127.0.0.1' });
     url = `http://127.0.0.1:${port}`;
