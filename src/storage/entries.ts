@@ -120,6 +120,17 @@ const nth = (db: Kysely<DB>, from: number, to: number, n: number) =>
     .limit(1)
     .offset(n);
 
+/** How many ids one statement of EntryReadsNow.findByIds reads: a batch of random draws (services/entries). */
+export const IDS_AT_ONCE = 512;
+// By the primary key, the state tested as an expression: with `state = ?` the planner walks the state
+// index through every visible entry instead of probing the ids (500 µs an id at 1M, against 7).
+export const visibleByIds = (db: Kysely<DB>, ...ids: number[]) =>
+  db
+    .selectFrom('entries')
+    .select(['id', 'uuid', 'text', 'created_at'])
+    .where('id', 'in', ids)
+    .where(sql<boolean>`state || '' = 'visible'`);
+
 /**
  * EntryReadsNow: the point reads of visible entries answered at once on a connection that answers
  * in-process (an SQLite file): the event loop's own (EntryStore), or a read worker's, which resolves
@@ -130,6 +141,7 @@ export class EntryReadsNow {
   private readonly byUuid;
   private readonly byId;
   private readonly nth;
+  private readonly byIds;
 
   constructor(
     db: Kysely<DB>,
@@ -138,6 +150,7 @@ export class EntryReadsNow {
     this.byUuid = prepareReadNow(db, 1, byUuid);
     this.byId = prepareReadNow(db, 1, byId);
     this.nth = prepareReadNow(db, 3, nth);
+    this.byIds = prepareReadNow(db, IDS_AT_ONCE, visibleByIds);
   }
 
   findStored(uuid: string): StoredEntry | null | undefined {
@@ -151,6 +164,24 @@ export class EntryReadsNow {
   /** nthInBlock is the `n`th (from 0) visible entry of block `block` (EntryStore.nthInBlock). */
   nthInBlock(block: number, n: number): StoredEntry | null | undefined {
     return oneStored(this.nth(this.readNow, block * COUNT_BLOCK, (block + 1) * COUNT_BLOCK, n));
+  }
+
+  /**
+   * findByIds is the visible entries among these ids, by id, read IDS_AT_ONCE ids a statement: a
+   * statement's probes cost half what as many statements of one id cost. Undefined when the
+   * connection cannot read now.
+   */
+  findByIds(ids: readonly number[]): Map<number, StoredEntry> | undefined {
+    const found = new Map<number, StoredEntry>();
+    for (let start = 0; start < ids.length; start += IDS_AT_ONCE) {
+      const chunk = ids.slice(start, start + IDS_AT_ONCE);
+      // One statement of IDS_AT_ONCE parameters; the places left are 0, an id no entry has.
+      while (chunk.length < IDS_AT_ONCE) chunk.push(0);
+      const rows = this.byIds(this.readNow, ...chunk);
+      if (rows === undefined) return undefined;
+      for (const row of rows) found.set(Number(row.id), toStored(row));
+    }
+    return found;
   }
 }
 

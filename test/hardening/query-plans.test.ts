@@ -12,6 +12,7 @@ import { createTestApp, type TestContext } from '../helper.ts';
 import { parseFilter, parseOrderBy } from '../../src/domain/odata/expression.ts';
 import { NEWEST_FIRST, type EntryListQuery } from '../../src/storage/entry-query.ts';
 import { listQueryOf } from '../../src/storage/odata-reads.ts';
+import { IDS_AT_ONCE, visibleByIds } from '../../src/storage/entries.ts';
 
 const ROWS = 3000;
 const T0 = 1_600_000_000;
@@ -160,6 +161,14 @@ describe('query plans of the streamed walks', () => {
     } finally {
       await t.storage.entries.update(hidden, { state: 'visible' }, 'test');
     }
+  });
+
+  // The batches are read by EntryReadsNow, on SQLite only (PostgreSQL's by EntryStore.findByIds).
+  it.runIf(process.env.TEST_DATABASE !== 'postgres')('reads a batch of random draws by the primary key, not the state index', async () => {
+    const ids = Array.from({ length: IDS_AT_ONCE }, (_, i) => 1 + ((i * 7) % ROWS));
+    const text = await plan(visibleByIds(t.database.db, ...ids));
+    expect(text).toMatch(/USING INTEGER PRIMARY KEY \(rowid=\?\)/);
+    expect(text).not.toMatch(/entries_state_created/);
   });
 
   it('answers an export and an OData walk of a time range through HTTP, every page in order', async () => {

@@ -317,11 +317,12 @@ describe('the random pick', () => {
 });
 
 describe('the random pick drawn ahead', () => {
-  it('is uniform, read off the event loop in batches, and never serves an entry a newer revision hid', async () => {
-    const many = Array.from({ length: 60 }, (_, n) => entry(`Ahead entry number ${n}.`, 1_700_000_000 + n, uuidOf(n)));
-    t = await createTestApp({ entries: many });
-    const service = serviceOf(t.storage, 0);
-    // SQLite: the read workers resolve the draws; PostgreSQL: one query a batch, which the service makes itself.
+  /**
+   * drawingAhead makes `service` draw ahead as it does in the app: on SQLite the read workers resolve
+   * the draws, on PostgreSQL one query a batch, which the service makes itself. `take` serves picks
+   * drawn ahead until `count` were served, and counts them by uuid.
+   */
+  function drawingAhead(service: EntryService) {
     const workers = ReadWorkers.forDatabase(t.config.database);
     let batches = 0;
     if (workers !== null) {
@@ -336,43 +337,89 @@ describe('the random pick drawn ahead', () => {
         return findByIds(ids);
       };
     }
-    try {
-      const pick = seededPick('ahead');
-      const take = async (count: number, hits: Map<string, number>) => {
-        for (let served = 0; served < count; ) {
-          const now = service.randomNow(pick);
-          if (now === undefined || !('json' in now)) await service.random(pick);
-          else {
-            const uuid = json(now).uuid;
-            hits.set(uuid, (hits.get(uuid) ?? 0) + 1);
-            served++;
-          }
-          if (served % 50 === 0) await new Promise((resolve) => setImmediate(resolve));
+    const pick = seededPick('ahead');
+    const take = async (count: number, hits: Map<string, number>) => {
+      for (let served = 0; served < count; ) {
+        const now = service.randomNow(pick);
+        if (now === undefined || !('json' in now)) await service.random(pick);
+        else {
+          const uuid = json(now).uuid;
+          hits.set(uuid, (hits.get(uuid) ?? 0) + 1);
+          served++;
         }
-      };
+        if (served % 50 === 0) await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    const started = async () => {
       await service.status();
       await until(async () => {
         if (service.randomNow(pick) === undefined) await service.random(pick);
         return service.stats().ahead > 0;
       });
+    };
+    return { take, started, batches: () => batches, close: async () => workers?.close() };
+  }
+
+  /** chiSquare of the hits against `each` for every one of `expected`, with its bound six standard deviations out. */
+  const chiSquare = (hits: Map<string, number>, expected: readonly string[], each: number) => {
+    let chi = 0;
+    for (const uuid of expected) chi += ((hits.get(uuid) ?? 0) - each) ** 2 / each;
+    return { chi, bound: expected.length + 6 * Math.sqrt(2 * expected.length) };
+  };
+
+  it('is uniform, read off the event loop in batches, and never serves an entry a newer revision hid', async () => {
+    const many = Array.from({ length: 60 }, (_, n) => entry(`Ahead entry number ${n}.`, 1_700_000_000 + n, uuidOf(n)));
+    t = await createTestApp({ entries: many });
+    const service = serviceOf(t.storage, 0);
+    const ahead = drawingAhead(service);
+    try {
+      await ahead.started();
       const each = 100;
       const hits = new Map<string, number>();
-      await take(many.length * each, hits);
-      expect(batches).toBeGreaterThan(3);
-      let chi = 0;
-      for (const e of many) chi += ((hits.get(e.uuid) ?? 0) - each) ** 2 / each;
-      expect(chi).toBeLessThan(many.length + 6 * Math.sqrt(2 * many.length));
+      await ahead.take(many.length * each, hits);
+      expect(ahead.batches()).toBeGreaterThan(3);
+      const { chi, bound } = chiSquare(hits, many.map((e) => e.uuid), each);
+      expect(chi).toBeLessThan(bound);
 
       // Entries drawn before the hide wait in the old revision's batch: none of them is served after it.
       await until(() => service.stats().ahead > 100);
       const victim = uuidOf(5);
       await t.storage.entries.update(victim, { state: 'hidden' }, 'test');
       const after = new Map<string, number>();
-      await take(3000, after);
+      await ahead.take(3000, after);
       expect(after.has(victim)).toBe(false);
       expect(after.size).toBe(many.length - 1);
     } finally {
-      await workers?.close();
+      await ahead.close();
+    }
+  }, 60_000);
+
+  it('is uniform where the drawn ids are read together: a full block with gaps beside a sparse one', async () => {
+    // The first block of 4,096 ids has every third hidden (its drawn ids are read in one statement a
+    // batch, and the misses drawn again); the second holds 204 ids, of which the even ones are deleted.
+    const many = Array.from({ length: 4300 }, (_, n) => entry(`Dense entry number ${n}.`, 1_700_000_000 + n, uuidOf(n)));
+    t = await createTestApp({ entries: many });
+    const db = t.database.db;
+    const hidden = many.filter((_, n) => n < 4095 && n % 3 === 1).map((e) => e.uuid);
+    const deleted = many.filter((_, n) => n >= 4095 && n % 2 === 0).map((e) => e.uuid);
+    for (let i = 0; i < hidden.length; i += 500) await db.updateTable('entries').set({ state: 'hidden' }).where('uuid', 'in', hidden.slice(i, i + 500)).execute();
+    await db.deleteFrom('entries').where('uuid', 'in', deleted).execute();
+    const gone = new Set([...hidden, ...deleted]);
+    const visible = many.map((e) => e.uuid).filter((uuid) => !gone.has(uuid));
+    const service = serviceOf(t.storage, 0);
+    const ahead = drawingAhead(service);
+    try {
+      await ahead.started();
+      const each = 12;
+      const hits = new Map<string, number>();
+      await ahead.take(visible.length * each, hits);
+      // Picks are made on the event loop while no batch is ready: most, not all, come from batches.
+      expect(ahead.batches()).toBeGreaterThan((visible.length * each) / 512 / 4);
+      for (const uuid of gone) expect(hits.has(uuid), uuid).toBe(false);
+      const { chi, bound } = chiSquare(hits, visible, each);
+      expect(chi).toBeLessThan(bound);
+    } finally {
+      await ahead.close();
     }
   }, 60_000);
 });

@@ -62,11 +62,12 @@ export function nextId(draw: Draw, attempt: number, pick: PickIndex): number {
 /**
  * resolveDraw finds the drawn entry at once: an id drawn within the block that is visible, or after
  * a few misses the entry at the drawn place. Null when the block holds fewer than counted (a change
- * landed between the counts and the read), undefined when a read could not be made now.
+ * landed between the counts and the read), undefined when a read could not be made now. `from` is
+ * the first attempt to make: 1 where the drawn id itself was read already, and missed.
  */
-export function resolveDraw<T>(draw: Draw, pick: PickIndex, reads: DrawReads<T>): T | null | undefined {
+export function resolveDraw<T>(draw: Draw, pick: PickIndex, reads: DrawReads<T>, from = 0): T | null | undefined {
   const tries = idsToTry(draw);
-  for (let attempt = 0; attempt < tries; attempt++) {
+  for (let attempt = from; attempt < tries; attempt++) {
     const found = reads.findById(nextId(draw, attempt, pick));
     if (found !== null) return found;
   }

@@ -14,7 +14,7 @@ import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import { mathRandomPick, type ServerVariables } from '../../domain/variables.ts';
 import { asciiBytesOf, entryJsonEncoder, entryJsonToWire, type EntryJsonWire } from '../../formats/entry.ts';
 import { EntryReadsNow } from '../../storage/entries.ts';
-import { resolveDraw, type Draw } from '../entries/draws.ts';
+import { idsToTry, resolveDraw, type Draw } from '../entries/draws.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
 import { runODataRead, type ODataAnswer, type ODataRead } from '../../storage/odata-reads.ts';
 import { EntryQuery, SCAN_STEPS, scansInPages, type ColumnOrderKey, type EntryListQuery, type ListedEntry, type SearchPage } from '../../storage/entry-query.ts';
@@ -273,8 +273,11 @@ export async function drawTask(task: DrawTask): Promise<DrawnEntry[] | PageFailu
   try {
     const reads = reader(task.file).now!;
     const encode = entryJsonEncoder(task.variables);
+    // The drawn ids first, all in one read: most are visible, and each found is its draw's entry.
+    const first = reads.findByIds(task.draws.filter((draw) => idsToTry(draw) > 0).map((draw) => draw.id));
     return task.draws.map((draw) => {
-      const stored = resolveDraw(draw, mathRandomPick, reads);
+      const tried = first !== undefined && idsToTry(draw) > 0;
+      const stored = (tried ? first.get(draw.id) : undefined) ?? resolveDraw(draw, mathRandomPick, reads, tried ? 1 : 0);
       if (stored === null || stored === undefined) return null;
       const json = encode(stored);
       return { json: entryJsonToWire(json), asciiBytes: asciiBytesOf(json) };
