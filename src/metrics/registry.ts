@@ -199,6 +199,39 @@ cacheGauge(
 );
 cacheGauge('nonsense_cache_items', 'Items held by an in-memory cache: entries, rate-limit keys, or stars.', (s) => s.items);
 
+/** Random picks served by an entry service, by where the entry came from. */
+export interface RandomPicks {
+  /** Held by the entry cache: picked from it when it holds every entry, or the drawn entry was held. */
+  cache: number;
+  /** Read and prepared ahead of the request, off the event loop (a read worker, or one query a batch). */
+  drawn_ahead: number;
+  /** Read when the request came: no entry drawn ahead was ready. */
+  on_request: number;
+}
+
+/** Sources of random-pick counts: one per open app, removed when it closes. */
+const randomPickSources = new Set<() => RandomPicks>();
+
+/** watchRandomPicks adds a source of random-pick counts; the returned function removes it. */
+export function watchRandomPicks(source: () => RandomPicks): () => void {
+  randomPickSources.add(source);
+  return () => randomPickSources.delete(source);
+}
+
+new client.Counter({
+  name: 'nonsense_random_picks_total',
+  help: 'Random entries served, by source: cache (held in memory), drawn_ahead (read off the event loop before the request), on_request (read when the request came, as no drawn entry was ready).',
+  labelNames: ['source'] as const,
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const source of randomPickSources) {
+      const picks = source();
+      for (const key of ['cache', 'drawn_ahead', 'on_request'] as const) this.inc({ source: key }, picks[key]);
+    }
+  },
+});
+
 /** What a database can say about itself at scrape time (see Database.stats). */
 export interface DatabaseStats {
   engine: string;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
+import { LANE_REVISION_AGE_MS, createTestApp, entry, setState, type TestContext } from '../helper.ts';
 import { runCommand } from '../process-helper.ts';
 
 const plain = entry('A plain entry about socks.', 1_700_000_100, 'aaaaaaaa-0000-4000-8000-000000000001');
@@ -242,5 +242,47 @@ describe('an empty database', () => {
     expect((await t.app.inject('/api/v1/emojis')).json()).toEqual([]);
     const names = (await t.app.inject('/api/v1/variables')).json().map((v: { name: string }) => v.name);
     expect(names).toEqual(['$AUTHOR$', '$CHANNEL$', '$SERVER$', '${app_name}']);
+  });
+});
+
+describe('random picks by source in /metrics', () => {
+  const picks = async (t: TestContext) => {
+    const body = (await t.app.inject('/metrics')).body;
+    const count = (source: string) => Number(new RegExp(`^nonsense_random_picks_total\\{source="${source}"\\} (\\d+)$`, 'm').exec(body)?.[1] ?? NaN);
+    return { cache: count('cache'), drawn_ahead: count('drawn_ahead'), on_request: count('on_request') };
+  };
+
+  it('counts picks from a cache that holds every entry as cache', async () => {
+    const t = await openApp();
+    try {
+      // Once the snapshot holds the three visible entries, every pick comes from it.
+      await expect.poll(async () => /^nonsense_cache_items\{cache="entry_snapshot"\} 3$/m.test((await t.app.inject('/api/v1/nonsense/random'), await t.app.inject('/metrics')).body)).toBe(true);
+      const before = await picks(t);
+      for (let i = 0; i < 20; i++) expect((await t.app.inject('/api/v1/nonsense/random')).statusCode).toBe(200);
+      const after = await picks(t);
+      expect([after.cache - before.cache, after.drawn_ahead - before.drawn_ahead, after.on_request - before.on_request]).toEqual([20, 0, 0]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('counts picks drawn ahead for the fast lane, and those read on request, when the cache holds nothing', async () => {
+    const many = Array.from({ length: 40 }, (_, n) => entry(`Picked entry ${n}.`, 1_700_001_000 + n));
+    const t = await createTestApp({ entries: many, revisionMaxAgeMs: LANE_REVISION_AGE_MS, env: { ENTRY_CACHE_BYTES: '0' } });
+    try {
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const url = `http://127.0.0.1:${(t.app.server.address() as { port: number }).port}/api/v1/nonsense/random`;
+      // A query string takes the route, which reads its pick when the request comes.
+      const before = await picks(t);
+      for (let i = 0; i < 5; i++) expect((await fetch(`${url}?x=${i}`)).status).toBe(200);
+      expect(await picks(t)).toEqual({ ...before, on_request: before.on_request + 5 });
+      // The lane reads its own picks until the first batch drawn ahead is ready, then serves from it.
+      await expect.poll(async () => (await fetch(url), (await picks(t)).drawn_ahead), { timeout: 20_000 }).toBeGreaterThan(0);
+      const ready = await picks(t);
+      for (let i = 0; i < 100; i++) expect((await fetch(url)).status).toBe(200);
+      expect(await picks(t)).toEqual({ ...ready, drawn_ahead: ready.drawn_ahead + 100 });
+    } finally {
+      await t.close();
+    }
   });
 });

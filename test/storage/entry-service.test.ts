@@ -322,8 +322,8 @@ describe('the random pick drawn ahead', () => {
    * the draws, on PostgreSQL one query a batch, which the service makes itself. `take` serves picks
    * drawn ahead until `count` were served, and counts them by uuid.
    */
-  function drawingAhead(service: EntryService) {
-    const workers = ReadWorkers.forDatabase(t.config.database);
+  function drawingAhead(ctx: TestContext, service: EntryService) {
+    const workers = ReadWorkers.forDatabase(ctx.config.database);
     let batches = 0;
     if (workers !== null) {
       service.drawsAheadWith((draws, variables) => {
@@ -331,8 +331,8 @@ describe('the random pick drawn ahead', () => {
         return workers.draws(draws, variables);
       });
     } else {
-      const findByIds = t.storage.entries.findByIds.bind(t.storage.entries);
-      t.storage.entries.findByIds = (ids) => {
+      const findByIds = ctx.storage.entries.findByIds.bind(ctx.storage.entries);
+      ctx.storage.entries.findByIds = (ids) => {
         batches++;
         return findByIds(ids);
       };
@@ -371,7 +371,7 @@ describe('the random pick drawn ahead', () => {
     const many = Array.from({ length: 60 }, (_, n) => entry(`Ahead entry number ${n}.`, 1_700_000_000 + n, uuidOf(n)));
     t = await createTestApp({ entries: many });
     const service = serviceOf(t.storage, 0);
-    const ahead = drawingAhead(service);
+    const ahead = drawingAhead(t, service);
     try {
       await ahead.started();
       const each = 100;
@@ -407,7 +407,7 @@ describe('the random pick drawn ahead', () => {
     const gone = new Set([...hidden, ...deleted]);
     const visible = many.map((e) => e.uuid).filter((uuid) => !gone.has(uuid));
     const service = serviceOf(t.storage, 0);
-    const ahead = drawingAhead(service);
+    const ahead = drawingAhead(t, service);
     try {
       await ahead.started();
       const each = 12;

@@ -21,7 +21,7 @@
 import type { EntryRecord } from '../../domain/records.ts';
 import { mathRandomPick, type PickIndex, type ServerVariables } from '../../domain/variables.ts';
 import { asciiBytesOf, entryJsonEncoder, entryRecordOf, type EntryJson, type EntryJsonTemplate } from '../../formats/entry.ts';
-import { watchCache } from '../../metrics/registry.ts';
+import { watchCache, watchRandomPicks, type RandomPicks } from '../../metrics/registry.ts';
 import { ChangeStore, logsChanges } from '../../storage/changes.ts';
 import type { DatabaseStatus, StoredEntry, VisibleBlocks } from '../../storage/entries.ts';
 import type { Storage } from '../../storage/index.ts';
@@ -87,7 +87,10 @@ export class EntryService {
   private touched: Set<string> | null = null;
   private closed = false;
   private drawAhead: DrawAhead | undefined;
+  /** Random picks served, by where their entry came from (/metrics: nonsense_random_picks_total). */
+  private readonly picks: RandomPicks = { cache: 0, drawn_ahead: 0, on_request: 0 };
   private readonly unwatch: () => void;
+  private readonly unwatchPicks: () => void;
 
   constructor(
     private readonly storage: Storage,
@@ -96,6 +99,7 @@ export class EntryService {
     this.hot = new HotCache(options.cacheBytes, (template) => (template as EntryJsonTemplate).size());
     this.changes = new ChangeStore(storage.database.db);
     this.unwatch = watchCache('entry_snapshot', () => ({ bytes: this.hot.bytes, items: this.hot.size }));
+    this.unwatchPicks = watchRandomPicks(() => this.picks);
     // An engine read over a connection (PostgreSQL) reads a batch of draws in one query, not one per request.
     if (!storage.entries.readsNow) this.drawAhead = (draws) => this.readDraws(draws);
   }
@@ -130,12 +134,27 @@ export class EntryService {
   randomNow(pick: PickIndex): ReadyEntry | Draw | undefined {
     const view = this.viewNow();
     if (view === null) return undefined;
-    if (this.hot.complete) return this.hot.size === 0 ? undefined : this.hot.at(pick(this.hot.size));
+    if (this.hot.complete) {
+      if (this.hot.size === 0) return undefined;
+      this.picks.cache++;
+      return this.hot.at(pick(this.hot.size));
+    }
     if (view.blocks === null || view.blocks.total === 0) return undefined;
     const ahead = this.takeAhead(view);
-    if (ahead !== undefined) return ahead;
+    if (ahead !== undefined) {
+      this.picks.drawn_ahead++;
+      return ahead;
+    }
     const draw = drawFrom(view.blocks, pick);
-    return this.hot.findId(draw.id) ?? (this.storage.entries.readsNow ? this.inBlockNow(view, draw, pick) : draw);
+    const held = this.hot.findId(draw.id);
+    if (held !== undefined) {
+      this.picks.cache++;
+      return held;
+    }
+    if (!this.storage.entries.readsNow) return draw;
+    const found = this.inBlockNow(view, draw, pick);
+    if ('json' in found) this.picks.on_request++;
+    return found;
   }
 
   /**
@@ -156,11 +175,18 @@ export class EntryService {
   /** random is a visible entry picked uniformly, or null when there is none; `drawn` continues a draw of randomNow's. */
   async random(pick: PickIndex, drawn?: Draw): Promise<ReadyEntry | null> {
     const view = await this.current();
-    if (this.hot.complete) return this.hot.size === 0 ? null : this.hot.at(pick(this.hot.size));
+    if (this.hot.complete) {
+      if (this.hot.size === 0) return null;
+      this.picks.cache++;
+      return this.hot.at(pick(this.hot.size));
+    }
     const blocks = await this.blocksOf(view);
     for (let round = 0; round < ROUNDS && blocks.total > 0; round++) {
       const found = await this.inBlock(view, drawn ?? drawFrom(blocks, pick), pick);
-      if (found !== null) return found;
+      if (found !== null) {
+        this.picks.on_request++;
+        return found;
+      }
       drawn = undefined;
     }
     return null;
@@ -205,6 +231,7 @@ export class EntryService {
     this.generation++;
     this.hot.clear();
     this.unwatch();
+    this.unwatchPicks();
   }
 
   private viewNow(): View | null {
