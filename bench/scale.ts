@@ -137,6 +137,13 @@ async function probe(base: string, paths: string[], seconds: number, during: () 
 
 const maxOf = (result: ProbeResult) => Math.max(0, ...Object.values(result.latencies).map((l) => l[l.length - 1] ?? 0));
 
+/** randomPicks reads the service's random picks by source from /metrics. */
+async function randomPicks(base: string): Promise<{ cache: number; drawn_ahead: number; on_request: number }> {
+  const body = (await get(`${base}/metrics`)).body;
+  const count = (source: string) => Number(new RegExp(`^nonsense_random_picks_total\\{source="${source}"\\} (\\d+)$`, 'm').exec(body)?.[1] ?? 0);
+  return { cache: count('cache'), drawn_ahead: count('drawn_ahead'), on_request: count('on_request') };
+}
+
 /** start runs the service on `db` and waits for the first 200 of random, timed from the spawn. */
 async function start(db: ScaleDatabase): Promise<{ service: Service; firstMs: number }> {
   const started = performance.now();
@@ -202,13 +209,19 @@ async function measureService(db: ScaleDatabase): Promise<Row[]> {
       const after = await round(bareUrl, bare!.pid!, path, paths);
       return { own, bareRps: (before.rps + after.rps) / 2 };
     };
+    const picksBefore = await randomPicks(base);
     const random = await pair('/api/v1/nonsense/random');
+    const picks = await randomPicks(base);
     const byUuid = await pair('', uuidPaths);
     bare.kill();
     bare = undefined;
     const randomRatio = random.own.rps / random.bareRps;
     const uuidRatio = byUuid.own.rps / byUuid.bareRps;
     row('random, of bare', `${randomRatio.toFixed(2)} (${random.own.rps.toFixed(0)} / ${random.bareRps.toFixed(0)} req/s)`, '≥ 0.6', randomRatio >= 0.6);
+    const served = (source: keyof typeof picks) => picks[source] - picksBefore[source];
+    const pickCount = served('cache') + served('drawn_ahead') + served('on_request');
+    const share = (source: keyof typeof picks) => `${((100 * served(source)) / Math.max(1, pickCount)).toFixed(1)} %`;
+    row('random picks: cache / drawn ahead / on request', `${share('cache')} / ${share('drawn_ahead')} / ${share('on_request')}`, '', null);
     row('by UUID, of bare', `${uuidRatio.toFixed(2)} (${byUuid.own.rps.toFixed(0)} / ${byUuid.bareRps.toFixed(0)} req/s)`, '≥ 0.5', uuidRatio >= 0.5);
 
     // One admin write (hide, then show again) while a probe reads one request at a time.
