@@ -103,4 +103,14 @@ describe('text vectors', () => {
     expect(same / sameCount).toBeGreaterThan(other / otherCount + 0.1);
     expect([...space.embed('zzqx vvbnm')].every((v) => v === 0)).toBe(true);
   });
+
+  it('have a vocabulary of the features in two texts or more, the most frequent first, ties by hash', () => {
+    const counts = new Map<number, number>();
+    for (const text of texts) {
+      const found = features(text);
+      for (const group of [found.words, found.grams]) for (const hash of group.keys()) counts.set(hash, (counts.get(hash) ?? 0) + 1);
+    }
+    const expected = [...counts].filter(([, count]) => count >= 2).sort((a, b) => b[1] - a[1] || a[0] - b[0]).map(([hash]) => hash);
+    expect([...fitTextSpace(texts, 3).data.vocabulary]).toEqual(expected);
+  });
 });

@@ -1,12 +1,13 @@
 /**
- * The galaxy's layout: a seeded 3D UMAP (umap-js) of the text vectors (`text-space.ts`), fitted on
+ * The galaxy's layout: a seeded 3D UMAP of the text vectors (`text-space.ts`), fitted on
  * at most FIT_SAMPLE texts; every other text, and every text added later, is placed by UMAP's
  * transform into the fitted layout. Coordinates are then framed for the viewers: centred on zero and
  * scaled per axis so that the central 98% of the fitted points span 2 × HALF_SPAN = 16 units, with
  * outliers drawn in softly to at most ±LIMIT (so every axis spans at most 20 units).
  *
- * The fit is umap-js's; the transform is `transform.ts`'s, on the fitted sample's vectors, neighbour
- * graph and raw coordinates. The model (text space, the fitted sample's vectors, nearest neighbours
+ * The fit is umap-js's algorithm on typed arrays (`umap.ts`: the same layout as umap-js's, bit for
+ * bit); the transform is `transform.ts`'s, on the fitted sample's vectors, neighbour graph and raw
+ * coordinates. The model (text space, the fitted sample's vectors, nearest neighbours
  * and raw coordinates, the frame) is stored with the layout, so any process can place new texts into
  * it later: `restore` rebuilds the sample's neighbour graph from the stored neighbours.
  */
@@ -14,11 +15,11 @@ import { createRequire } from 'node:module';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
-import { UMAP } from 'umap-js';
 import { placeGraph, transform, type PlaceGraph } from './transform.ts';
 import { DocumentFrequencies } from './features.ts';
 import { fitTextSpace, TextSpace } from './text-space.ts';
 import { MODEL_VERSION } from './model-version.ts';
+import { UmapFit } from './umap.ts';
 
 /** The layout is fitted on at most this many texts (chosen by uuid hash); the rest are transformed. */
 export const FIT_SAMPLE = 5000;
@@ -47,15 +48,6 @@ export const yieldToEvents: Pause = () => new Promise((resolve) => setImmediate(
 /** Epochs of the fit. */
 function epochsFor(texts: number): number {
   return texts <= 2500 ? 300 : 150;
-}
-
-function euclidean(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let sum = 0;
-  for (let i = 0; i < a.length; i++) {
-    const d = a[i]! - b[i]!;
-    sum += d * d;
-  }
-  return Math.sqrt(sum);
 }
 
 /** Per axis: framed = (raw - centre) × scale, then drawn in softly beyond HALF_SPAN. */
@@ -124,24 +116,10 @@ export function pointSize(text: string): number {
   return Math.round((0.1 + (0.5 * Math.log1p(length)) / Math.log(2001)) * 1000) / 1000;
 }
 
-function newUmap(texts: number, seed: number): UMAP {
-  const rng = xoroshiro128plus(seed);
-  return new UMAP({
-    nComponents: 3,
-    nNeighbors: Math.min(NEIGHBOURS, texts - 1),
-    minDist: MIN_DIST,
-    nEpochs: epochsFor(texts),
-    random: () => uniformFloat64(rng),
-    distanceFn: euclidean,
-  });
-}
-
 const require = createRequire(import.meta.url);
 const { findABParams } = require('umap-js/dist/umap.js') as { findABParams: (spread: number, minDist: number) => { a: number; b: number } };
-/** UMAP's curve for the layout's minimum distance (umap-js's own fit, so the fit and the transform agree). */
+/** UMAP's curve for the layout's minimum distance, fitted by umap-js's own code (the fit and the transform use it). */
 const CURVE = findABParams(1, MIN_DIST);
-
-const asVectors = (vectors: Float32Array[]) => vectors as unknown as number[][];
 
 /**
  * batchRandom is the random source of one transform batch, seeded by the layout's seed and the
@@ -159,9 +137,8 @@ function batchRandom(seed: number, texts: readonly string[]): () => number {
 }
 
 /**
- * The fitted sample's nearest neighbours, as umap-js found them (in fields its types call private,
- * with no getter), `k` a text, by rows. Stored with the model, they spare a restore the neighbour
- * search, and give the transform its graph.
+ * The fitted sample's nearest neighbours, as the fit found them, `k` a text, by rows. Stored with the
+ * model, they spare a restore the neighbour search, and give the transform its graph.
  */
 interface Neighbours {
   indices: Int32Array;
@@ -207,15 +184,21 @@ export class LayoutModel {
     if (texts.length < MIN_UMAP_TEXTS) {
       raw = ringLayout(texts.length);
     } else {
-      const umap = newUmap(texts.length, seed);
-      const epochs = umap.initializeFit(asVectors(Array.from({ length: texts.length }, (_, i) => flat.subarray(i * dimensions, (i + 1) * dimensions))));
-      for (let epoch = 0; epoch < epochs; epoch++) {
+      const rng = xoroshiro128plus(seed);
+      const umap = new UmapFit(flat, texts.length, dimensions, {
+        nNeighbors: Math.min(NEIGHBOURS, texts.length - 1),
+        nEpochs: epochsFor(texts.length),
+        a: CURVE.a,
+        b: CURVE.b,
+        random: () => uniformFloat64(rng),
+      });
+      await pause();
+      for (let epoch = 0; epoch < umap.epochs; epoch++) {
         umap.step();
         if (epoch % EPOCHS_PER_PAUSE === EPOCHS_PER_PAUSE - 1) await pause();
       }
-      raw = Float64Array.from(umap.getEmbedding().flat());
-      const found = umap as unknown as { knnIndices: number[][]; knnDistances: number[][] };
-      neighbours = { indices: Int32Array.from(found.knnIndices.flat()), distances: Float64Array.from(found.knnDistances.flat()), k: found.knnIndices[0]!.length };
+      raw = umap.embedding;
+      neighbours = { indices: umap.knnIndices, distances: umap.knnDistances, k: umap.k };
     }
     const frame = frameFor(raw, texts.length);
     const graph = neighbours === null ? null : placeGraph(flat, dimensions, raw, neighbours.indices, neighbours.distances, neighbours.k, CURVE);

@@ -69,13 +69,68 @@ export class TextSpace {
   }
 }
 
-/** A sparse matrix by rows, its columns numbered 0..columns-1. */
+/** A sparse matrix by rows, its columns numbered 0..width-1 (width at most MAX_VOCABULARY, so 16 bits). */
 interface SparseRows {
   starts: Uint32Array;
-  columns: Uint32Array;
+  columns: Uint16Array;
   values: Float64Array;
   rows: number;
   width: number;
+}
+
+/** A list of 32-bit numbers that grows as they are added, in one typed array. */
+class HashList {
+  private items: Uint32Array;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.items = new Uint32Array(Math.max(16, capacity));
+  }
+
+  push(value: number): void {
+    if (this.length === this.items.length) {
+      const grown = new Uint32Array(Math.ceil(this.items.length * 1.5));
+      grown.set(this.items);
+      this.items = grown;
+    }
+    this.items[this.length++] = value;
+  }
+
+  /** The numbers added, without a copy. */
+  view(): Uint32Array {
+    return this.items.subarray(0, this.length);
+  }
+}
+
+/**
+ * vocabularyOf picks the vocabulary from every text's distinct features: those in two texts or more,
+ * the most frequent first (ties by hash, for a stable order), at most MAX_VOCABULARY. It counts by
+ * sorting a copy of the list, so no map of every feature is built.
+ */
+function vocabularyOf(seen: Uint32Array, texts: number): Uint32Array {
+  const sorted = seen.slice().sort();
+  let candidates = 0;
+  for (let at = 0; at < sorted.length; ) {
+    let end = at + 1;
+    while (end < sorted.length && sorted[end] === sorted[at]) end++;
+    if (end - at >= 2) candidates++;
+    at = end;
+  }
+  // One number per candidate that sorts as (count descending, hash ascending): (2 × texts - count) ×
+  // 2³² + hash, exact in a double and never negative (a text counts a feature at most twice: once as a
+  // word and once as an n-gram, should their hashes meet).
+  const keys = new Float64Array(candidates);
+  let next = 0;
+  for (let at = 0; at < sorted.length; ) {
+    let end = at + 1;
+    while (end < sorted.length && sorted[end] === sorted[at]) end++;
+    if (end - at >= 2) keys[next++] = (2 * texts - (end - at)) * 2 ** 32 + sorted[at]!;
+    at = end;
+  }
+  keys.sort();
+  const vocabulary = new Uint32Array(Math.min(MAX_VOCABULARY, keys.length));
+  for (let i = 0; i < vocabulary.length; i++) vocabulary[i] = keys[i]! % 2 ** 32;
+  return vocabulary;
 }
 
 /** out (rows × k) = A · M, M is width × k. */
@@ -169,50 +224,72 @@ function symmetricEigen(matrix: Float64Array, k: number): { values: number[]; ve
 }
 
 /**
+ * vocabularyAndRows is the first pass over the texts: their document frequencies, the vocabulary, and
+ * where each text's row of the TF-IDF matrix starts (how many of its features are in the vocabulary).
+ * Every text's distinct features (words, then n-grams, in the order tfidf weighs them) are listed in
+ * one flat array meanwhile, let go on return; a text's features themselves are not kept beyond its
+ * turn (the second pass finds them again, which costs less than holding a map per text).
+ */
+function vocabularyAndRows(texts: readonly string[]): { frequencies: DocumentFrequencies; vocabulary: Uint32Array; starts: Uint32Array } {
+  const frequencies = new DocumentFrequencies();
+  const seen = new HashList(texts.length * 64);
+  const ends = new Uint32Array(texts.length);
+  texts.forEach((text, row) => {
+    const found = features(text);
+    frequencies.add(found);
+    for (const group of [found.words, found.grams]) for (const hash of group.keys()) seen.push(hash);
+    ends[row] = seen.length;
+  });
+  const list = seen.view();
+  const vocabulary = vocabularyOf(list, texts.length);
+  const known = new Set(vocabulary);
+  const starts = new Uint32Array(texts.length + 1);
+  for (let row = 0, at = 0; row < texts.length; row++) {
+    let count = 0;
+    for (; at < ends[row]!; at++) if (known.has(list[at]!)) count++;
+    starts[row + 1] = starts[row]! + count;
+  }
+  return { frequencies, vocabulary, starts };
+}
+
+/**
  * fitTextSpace fits a text space on `texts`: document frequencies, vocabulary, and the truncated SVD
  * of their TF-IDF matrix. The same texts in the same order and the same seed give the same space.
  */
 export function fitTextSpace(texts: readonly string[], seed: number, dimensions = DIMENSIONS): TextSpace {
-  const frequencies = new DocumentFrequencies();
-  const parsed = texts.map((text) => {
-    const found = features(text);
-    frequencies.add(found);
-    return found;
-  });
-
-  // The vocabulary: features in two texts or more, the most frequent first (ties by hash, for a stable order).
-  const counts = new Map<number, number>();
-  for (const text of parsed) {
-    for (const group of [text.words, text.grams]) for (const hash of group.keys()) counts.set(hash, (counts.get(hash) ?? 0) + 1);
-  }
-  const vocabulary = Uint32Array.from(
-    [...counts].filter(([, count]) => count >= 2).sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, MAX_VOCABULARY).map(([hash]) => hash),
-  );
-  counts.clear();
+  const { frequencies, vocabulary, starts } = vocabularyAndRows(texts);
   const column = new Map<number, number>();
   vocabulary.forEach((hash, index) => column.set(hash, index));
 
-  // The TF-IDF rows over the vocabulary.
-  const starts = new Uint32Array(parsed.length + 1);
-  const columns: number[] = [];
-  const values: number[] = [];
-  parsed.forEach((text, row) => {
-    const sparse = tfidf(text, frequencies);
+  // The TF-IDF rows over the vocabulary, in arrays of their exact size.
+  const columns = new Uint16Array(starts[texts.length]!);
+  const values = new Float64Array(starts[texts.length]!);
+  texts.forEach((text, row) => {
+    const sparse = tfidf(features(text), frequencies);
+    let at = starts[row]!;
     for (let i = 0; i < sparse.keys.length; i++) {
-      const at = column.get(sparse.keys[i]!);
-      if (at === undefined) continue;
-      columns.push(at);
-      values.push(sparse.values[i]!);
+      const index = column.get(sparse.keys[i]!);
+      if (index === undefined) continue;
+      columns[at] = index;
+      values[at++] = sparse.values[i]!;
     }
-    starts[row + 1] = columns.length;
   });
-  const a: SparseRows = { starts, columns: Uint32Array.from(columns), values: Float64Array.from(values), rows: parsed.length, width: vocabulary.length };
+  column.clear();
+  const a: SparseRows = { starts, columns, values, rows: texts.length, width: vocabulary.length };
 
   const k = Math.max(1, Math.min(dimensions + OVERSAMPLING, a.rows, a.width));
   const kept = Math.min(dimensions, k);
   const rng = xoroshiro128plus(seed);
-  const omega = new Float64Array(a.width * k).map(() => uniformFloat64(rng) * 2 - 1);
-  let range = orthonormalize(multiply(a, omega, k), a.rows, k);
+  // The random start (width × k) is let go as soon as it is multiplied.
+  let range = orthonormalize(
+    multiply(
+      a,
+      new Float64Array(a.width * k).map(() => uniformFloat64(rng) * 2 - 1),
+      k,
+    ),
+    a.rows,
+    k,
+  );
   for (let i = 0; i < POWER_ITERATIONS; i++) {
     const back = orthonormalize(multiplyTransposed(a, range, k), a.width, k);
     range = orthonormalize(multiply(a, back, k), a.rows, k);
