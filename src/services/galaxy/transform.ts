@@ -50,6 +50,37 @@ const MIN_DISTANCE_SCALE = 1e-3;
 const BISECTION_STEPS = 64;
 
 /**
+ * bothWays lists each of `rows` rows' pairs: its neighbours in `indices` (`k` a row, the pair at
+ * `at` = row × k + place) and the rows that have it as a neighbour, by rows (`starts`), in the order
+ * met, a pair made both ways listed twice. `keep` leaves a pair out. The fit's fuzzy graph (umap.ts)
+ * and the transform's search graph are both made from it.
+ */
+export function bothWays(rows: number, k: number, indices: Int32Array, keep: (at: number, i: number, j: number) => boolean): { starts: Int32Array; columns: Int32Array } {
+  const degree = new Int32Array(rows + 1);
+  for (let i = 0; i < rows; i++) {
+    for (let at = i * k; at < (i + 1) * k; at++) {
+      const j = indices[at]!;
+      if (!keep(at, i, j)) continue;
+      degree[i]!++;
+      degree[j]!++;
+    }
+  }
+  const starts = new Int32Array(rows + 1);
+  for (let i = 0; i < rows; i++) starts[i + 1] = starts[i]! + degree[i]!;
+  const filled = starts.slice(0, rows);
+  const columns = new Int32Array(starts[rows]!);
+  for (let i = 0; i < rows; i++) {
+    for (let at = i * k; at < (i + 1) * k; at++) {
+      const j = indices[at]!;
+      if (!keep(at, i, j)) continue;
+      columns[filled[i]!++] = j;
+      columns[filled[j]!++] = i;
+    }
+  }
+  return { starts, columns };
+}
+
+/**
  * placeGraph builds what the transform needs from the fitted texts' nearest neighbours (`k` per
  * text, by rows): their graph made symmetric (an edge either way, zero distances left out, as
  * umap-js's search graph), each row in ascending order, so a fit and a restore build the same one.
@@ -64,27 +95,7 @@ export function placeGraph(
   curve: { a: number; b: number },
 ): PlaceGraph {
   const size = embedding.length / 3;
-  const degree = new Int32Array(size + 1);
-  for (let i = 0; i < size; i++) {
-    for (let at = i * k; at < (i + 1) * k; at++) {
-      const j = knnIndices[at]!;
-      if (j < 0 || j === i || !(knnDistances[at]! > 0)) continue;
-      degree[i]!++;
-      degree[j]!++;
-    }
-  }
-  const starts = new Int32Array(size + 1);
-  for (let i = 0; i < size; i++) starts[i + 1] = starts[i]! + degree[i]!;
-  const filled = starts.slice(0, size);
-  const raw = new Int32Array(starts[size]!);
-  for (let i = 0; i < size; i++) {
-    for (let at = i * k; at < (i + 1) * k; at++) {
-      const j = knnIndices[at]!;
-      if (j < 0 || j === i || !(knnDistances[at]! > 0)) continue;
-      raw[filled[i]!++] = j;
-      raw[filled[j]!++] = i;
-    }
-  }
+  const { starts, columns: raw } = bothWays(size, k, knnIndices, (at, i, j) => j >= 0 && j !== i && knnDistances[at]! > 0);
   // Each row sorted, duplicates (an edge both ways) once.
   const compact = new Int32Array(size + 1);
   const neighbours = new Int32Array(raw.length);

@@ -13,6 +13,7 @@
  *    edges sorted by row and column, edges below max / epochs dropped.
  * 3. The optimisation, one epoch per `step`, on a flat `rows × 3` embedding.
  */
+import { bothWays } from './transform.ts';
 
 /** What the fit is given besides the data (the layout's settings; see layout.ts). */
 export interface UmapSettings {
@@ -370,27 +371,7 @@ interface Edges {
 function fuzzyEdges(knn: Heaps, member: Float64Array, epochs: number): Edges {
   const { rows, size: k, indices } = knn;
   // Each row's pairs: its own neighbours and the rows that have it as one.
-  const degree = new Int32Array(rows + 1);
-  for (let i = 0; i < rows; i++) {
-    for (let j = 0; j < k; j++) {
-      const index = indices[i * k + j]!;
-      if (index === -1) continue;
-      degree[i]!++;
-      degree[index]!++;
-    }
-  }
-  const starts = new Int32Array(rows + 1);
-  for (let i = 0; i < rows; i++) starts[i + 1] = starts[i]! + degree[i]!;
-  const filled = starts.slice(0, rows);
-  const columns = new Int32Array(starts[rows]!);
-  for (let i = 0; i < rows; i++) {
-    for (let j = 0; j < k; j++) {
-      const index = indices[i * k + j]!;
-      if (index === -1) continue;
-      columns[filled[i]!++] = index;
-      columns[filled[index]!++] = i;
-    }
-  }
+  const { starts, columns } = bothWays(rows, k, indices, (_at, _i, j) => j !== -1);
   /** The membership of (row, column), 0 when the row does not have the column as a neighbour. */
   const membership = (row: number, column: number): number => {
     for (let j = 0; j < k; j++) if (indices[row * k + j] === column) return member[row * k + j]!;
