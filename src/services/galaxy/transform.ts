@@ -41,13 +41,16 @@ export interface PlaceGraph {
 export const NEIGHBOURS = 15;
 /** Candidates the neighbour search keeps (umap-js's transformQueueSize × NEIGHBOURS). */
 export const QUEUE = 4 * NEIGHBOURS;
-const NEGATIVE_SAMPLE_RATE = 5;
-const REPULSION = 1;
-const LEARNING_RATE = 1;
-const CLIP = 4;
-const SMOOTH_TOLERANCE = 1e-5;
-const MIN_DISTANCE_SCALE = 1e-3;
-const BISECTION_STEPS = 64;
+// UMAP's settings, umap-js's values, the same for the fit (umap.ts) and the transform.
+export const NEGATIVE_SAMPLE_RATE = 5;
+export const REPULSION = 1;
+export const LEARNING_RATE = 1;
+export const CLIP = 4;
+/** How near the smoothed distances' sum must come to its target, and the bisection's steps at most. */
+export const SMOOTH_TOLERANCE = 1e-5;
+export const BISECTION_STEPS = 64;
+/** σ's floor, as a share of the mean distance. */
+export const MIN_DISTANCE_SCALE = 1e-3;
 
 /**
  * bothWays lists each of `rows` rows' pairs: its neighbours in `indices` (`k` a row, the pair at
@@ -140,7 +143,8 @@ function squaredDistanceBelow(vectors: Float32Array, at: number, query: Float32A
 /** x^y for x > 0: exp(y ln x), about twice as fast as Math.pow in V8. */
 const power = (x: number, y: number) => Math.exp(y * Math.log(x));
 
-const clip = (value: number) => (value > CLIP ? CLIP : value < -CLIP ? -CLIP : value);
+/** clip keeps a gradient's component within ±CLIP. */
+export const clip = (value: number) => (value > CLIP ? CLIP : value < -CLIP ? -CLIP : value);
 
 /**
  * transform places `queries` (vectors of the graph's dimensions) into the fitted layout and returns

@@ -13,7 +13,7 @@
  *    edges sorted by row and column, edges below max / epochs dropped.
  * 3. The optimisation, one epoch per `step`, on a flat `rows × 3` embedding.
  */
-import { bothWays } from './transform.ts';
+import { BISECTION_STEPS, bothWays, clip, LEARNING_RATE, MIN_DISTANCE_SCALE, NEGATIVE_SAMPLE_RATE, REPULSION, SMOOTH_TOLERANCE } from './transform.ts';
 
 /** What the fit is given besides the data (the layout's settings; see layout.ts). */
 export interface UmapSettings {
@@ -26,13 +26,6 @@ export interface UmapSettings {
 }
 
 const COMPONENTS = 3;
-const NEGATIVE_SAMPLE_RATE = 5;
-const LEARNING_RATE = 1;
-const REPULSION = 1;
-const CLIP = 4;
-const SMOOTH_K_TOLERANCE = 1e-5;
-const MIN_K_DIST_SCALE = 1e-3;
-const SMOOTH_ITERATIONS = 64;
 const MAX_CANDIDATES = 50;
 const DESCENT_DELTA = 0.001;
 const DESCENT_RHO = 0.5;
@@ -316,14 +309,14 @@ function memberships(knn: Heaps): Float64Array {
     let lo = 0.0;
     let hi = Infinity;
     let mid = 1.0;
-    for (let n = 0; n < SMOOTH_ITERATIONS; n++) {
+    for (let n = 0; n < BISECTION_STEPS; n++) {
       let psum = 0.0;
       for (let j = 1; j < k; j++) {
         const d = distances[base + j]! - rho;
         if (d > 0) psum += Math.exp(-(d / mid));
         else psum += 1.0;
       }
-      if (Math.abs(psum - target) < SMOOTH_K_TOLERANCE) break;
+      if (Math.abs(psum - target) < SMOOTH_TOLERANCE) break;
       if (psum > target) {
         hi = mid;
         mid = (lo + hi) / 2.0;
@@ -336,14 +329,14 @@ function memberships(knn: Heaps): Float64Array {
     let sigma = mid;
     if (rho > 0.0) {
       const rowMean = mean(distances, base, k);
-      if (sigma < MIN_K_DIST_SCALE * rowMean) sigma = MIN_K_DIST_SCALE * rowMean;
+      if (sigma < MIN_DISTANCE_SCALE * rowMean) sigma = MIN_DISTANCE_SCALE * rowMean;
     } else {
       if (meanOfMeans === null) {
         const means = new Float64Array(rows);
         for (let r = 0; r < rows; r++) means[r] = mean(distances, r * k, k);
         meanOfMeans = mean(means, 0, rows);
       }
-      if (sigma < MIN_K_DIST_SCALE * meanOfMeans) sigma = MIN_K_DIST_SCALE * meanOfMeans;
+      if (sigma < MIN_DISTANCE_SCALE * meanOfMeans) sigma = MIN_DISTANCE_SCALE * meanOfMeans;
     }
     for (let j = 0; j < k; j++) {
       const index = indices[base + j]!;
@@ -420,8 +413,6 @@ function fuzzyEdges(knn: Heaps, member: Float64Array, epochs: number): Edges {
   }
   return { head, tail, epochsPerSample };
 }
-
-const clip = (x: number) => (x > CLIP ? CLIP : x < -CLIP ? -CLIP : x);
 
 /** A UMAP fit in progress: `initialize`, then `step` once per epoch; `embedding` is the layout so far. */
 export class UmapFit {
