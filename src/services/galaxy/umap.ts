@@ -4,7 +4,7 @@
  * gives umap-js's layout bit for bit (a test compares them). umap-js keeps its data as arrays of
  * arrays and its graphs as sparse matrices keyed by "row:col" strings, copied several times over
  * (the membership graph, its transpose, their sum, product and difference, and a search graph that
- * only its own transform reads); for a 5,000-text sample that was about 120 MB of heap at its peak,
+ * only its own transform reads): for a 5,000-text sample about 120 MB of heap at its peak,
  * and some 40 MB held through the whole optimisation. Here the same data takes a few MB:
  *
  * 1. Nearest neighbours: random projection trees (only their leaves are kept, one tree at a time),
