@@ -26,6 +26,40 @@ export async function renderMetrics(): Promise<string> {
   return requests === '' ? rest : `${rest}\n${requests}\n`;
 }
 
+/**
+ * Sources of one kind of figure read at scrape time: one per open app (or service), each removed
+ * when it closes. A source that fails (its app closing during a scrape) is left out of that scrape.
+ */
+class Sources<T> {
+  private readonly all = new Set<() => T>();
+
+  /** watch adds a source; the returned function removes it. */
+  readonly watch = (source: () => T): (() => void) => {
+    this.all.add(source);
+    return () => this.all.delete(source);
+  };
+
+  /** figures reads every source now. */
+  figures(): T[] {
+    const read: T[] = [];
+    for (const source of this.all) {
+      try {
+        read.push(source());
+      } catch {
+        // Closing while scraped: no figures from it this time; the scrape must not fail for it.
+      }
+    }
+    return read;
+  }
+}
+
+/** sum adds one figure over every source. */
+function sum<T>(sources: Sources<T>, figure: (stats: T) => number): number {
+  let total = 0;
+  for (const stats of sources.figures()) total += figure(stats);
+  return total;
+}
+
 export const rateLimited = new client.Counter({
   name: 'nonsense_rate_limited_total',
   help: 'Requests refused with 429, by rate-limit budget (read, image, report).',
@@ -109,13 +143,10 @@ export interface CardStats {
   waiting: number;
 }
 
-const cardSources = new Set<() => CardStats>();
+const cardSources = new Sources<CardStats>();
 
 /** watchCards adds a source of card figures (one per card service); the returned function removes it. */
-export function watchCards(source: () => CardStats): () => void {
-  cardSources.add(source);
-  return () => cardSources.delete(source);
-}
+export const watchCards = cardSources.watch;
 
 function cardGauge(name: string, help: string, figure: (stats: CardStats) => number): void {
   new client.Gauge({
@@ -123,9 +154,7 @@ function cardGauge(name: string, help: string, figure: (stats: CardStats) => num
     help,
     registers: [registry],
     collect() {
-      let sum = 0;
-      for (const source of cardSources) sum += figure(source());
-      this.set(sum);
+      this.set(sum(cardSources, figure));
     },
   });
 }
@@ -136,22 +165,17 @@ cardGauge('nonsense_share_image_renders_running', 'Share images being drawn in r
 cardGauge('nonsense_share_image_renders_waiting', 'Share images waiting for a render thread (at most CARD_RENDER_QUEUE).', (s) => s.waiting);
 
 /** Sources of the read workers' queue length (one per app with read workers). */
-const readWorkerSources = new Set<() => number>();
+const readWorkerSources = new Sources<number>();
 
 /** watchReadWorkers adds a source of the tasks queued at the read workers; the returned function removes it. */
-export function watchReadWorkers(source: () => number): () => void {
-  readWorkerSources.add(source);
-  return () => readWorkerSources.delete(source);
-}
+export const watchReadWorkers = readWorkerSources.watch;
 
 new client.Gauge({
   name: 'nonsense_read_worker_tasks',
   help: 'Tasks (export pages, search pages, admin searches, OData reads) waiting for the read workers or running in them; new requests are refused while READ_WORKER_QUEUE wait.',
   registers: [registry],
   collect() {
-    let sum = 0;
-    for (const source of readWorkerSources) sum += source();
-    this.set(sum);
+    this.set(sum(readWorkerSources, (queued) => queued));
   },
 });
 
@@ -162,17 +186,16 @@ export interface CacheStats {
 }
 
 /** Sources of cache figures by cache name (entry_snapshot, rate_limits, galaxy), one per app. */
-const cacheSources = new Map<string, Set<() => CacheStats>>();
+const cacheSources = new Map<string, Sources<CacheStats>>();
 
 /** watchCache adds a source of figures of the cache `name`; the returned function removes it. */
 export function watchCache(name: string, source: () => CacheStats): () => void {
   let sources = cacheSources.get(name);
   if (sources === undefined) {
-    sources = new Set();
+    sources = new Sources();
     cacheSources.set(name, sources);
   }
-  sources.add(source);
-  return () => sources.delete(source);
+  return sources.watch(source);
 }
 
 function cacheGauge(name: string, help: string, figure: (stats: CacheStats) => number): void {
@@ -183,11 +206,7 @@ function cacheGauge(name: string, help: string, figure: (stats: CacheStats) => n
     registers: [registry],
     collect() {
       this.reset();
-      for (const [cache, sources] of cacheSources) {
-        let sum = 0;
-        for (const source of sources) sum += figure(source());
-        this.set({ cache }, sum);
-      }
+      for (const [cache, sources] of cacheSources) this.set({ cache }, sum(sources, figure));
     },
   });
 }
@@ -210,13 +229,10 @@ export interface RandomPicks {
 }
 
 /** Sources of random-pick counts: one per open app, removed when it closes. */
-const randomPickSources = new Set<() => RandomPicks>();
+const randomPickSources = new Sources<RandomPicks>();
 
 /** watchRandomPicks adds a source of random-pick counts; the returned function removes it. */
-export function watchRandomPicks(source: () => RandomPicks): () => void {
-  randomPickSources.add(source);
-  return () => randomPickSources.delete(source);
-}
+export const watchRandomPicks = randomPickSources.watch;
 
 new client.Counter({
   name: 'nonsense_random_picks_total',
@@ -225,10 +241,7 @@ new client.Counter({
   registers: [registry],
   collect() {
     this.reset();
-    for (const source of randomPickSources) {
-      const picks = source();
-      for (const key of ['cache', 'drawn_ahead', 'on_request'] as const) this.inc({ source: key }, picks[key]);
-    }
+    for (const key of ['cache', 'drawn_ahead', 'on_request'] as const) this.inc({ source: key }, sum(randomPickSources, (picks) => picks[key]));
   },
 });
 
@@ -242,25 +255,13 @@ export interface DatabaseStats {
 }
 
 /** Sources of database figures: one per open app, removed when it closes. */
-const databaseSources = new Set<() => DatabaseStats | undefined>();
+const databaseSources = new Sources<DatabaseStats | undefined>();
 
 /** watchDatabase adds a source of database figures; the returned function removes it. */
-export function watchDatabase(source: () => DatabaseStats | undefined): () => void {
-  databaseSources.add(source);
-  return () => databaseSources.delete(source);
-}
+export const watchDatabase = databaseSources.watch;
 
 function collectDatabase(): DatabaseStats[] {
-  const all: DatabaseStats[] = [];
-  for (const source of databaseSources) {
-    try {
-      const stats = source();
-      if (stats) all.push(stats);
-    } catch {
-      // A database closing during a scrape has no figures; the scrape must not fail for it.
-    }
-  }
-  return all;
+  return databaseSources.figures().filter((stats) => stats !== undefined);
 }
 
 new client.Gauge({
