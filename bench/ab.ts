@@ -13,6 +13,7 @@
  *   BENCH_AB_PATH=uuid BENCH_ENTRIES=1000000 BENCH_KEEP=1 npm run bench:ab
  *   BENCH_ROUNDS=9 BENCH_SECONDS=4 BENCH_CONNECTIONS=20 npm run bench:ab
  *   BENCH_AB_BASE=/tmp/a/dist BENCH_AB_HEAD=/tmp/b/dist BENCH_AB_STARTS=5 npm run bench:ab
+ *   BENCH_AB_BASE=dist BENCH_AB_HEAD_FLAGS=--max-semi-space-size=4 npm run bench:ab   # a Node flag against none
  *
  * The base is the build saved by `--save`, in node_modules/.cache/nonsense-ab/ (inside node_modules,
  * so that it finds the same packages; npm ci removes it), or any built dist/ named by BENCH_AB_BASE;
@@ -20,11 +21,12 @@
  * outside this checkout finds its packages in a node_modules beside it. Besides the CPU time a
  * request, it reports each build's resident memory after the load and, with BENCH_AB_STARTS=n, the
  * median of n more starts of each, alternately, from the command to its first answer.
+ * BENCH_AB_HEAD_FLAGS adds Node flags (space-separated) to the head's command only.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadRound, type LoadRound, median, memory, seed, type Service, startService, waitForQuiet, waitForSnapshot } from './lib.ts';
+import { loadRound, type LoadRound, median, memory, seed, type Service, startFlags, startService, waitForQuiet, waitForSnapshot } from './lib.ts';
 
 const SAVED = path.resolve('node_modules/.cache/nonsense-ab/dist');
 const BASE = path.resolve(process.env.BENCH_AB_BASE ?? SAVED);
@@ -34,6 +36,7 @@ const ENTRIES = Number(process.env.BENCH_ENTRIES ?? 100_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
+const HEAD_FLAGS = process.env.BENCH_AB_HEAD_FLAGS?.split(' ').filter((flag) => flag !== '') ?? [];
 
 if (process.argv.includes('--save')) {
   fs.rmSync(SAVED, { recursive: true, force: true });
@@ -49,13 +52,13 @@ if (!fs.existsSync(path.join(BASE, 'cli.js'))) {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nonsense-ab-'));
 const seeded = await seed(ENTRIES, dir);
 const builds = [
-  { name: 'base', script: path.join(BASE, 'cli.js'), port: '18191' },
-  { name: 'current', script: HEAD, port: '18192' },
+  { name: 'base', script: path.join(BASE, 'cli.js'), port: '18191', flags: undefined },
+  { name: 'current', script: HEAD, port: '18192', flags: HEAD_FLAGS.length === 0 ? undefined : [...startFlags(), ...HEAD_FLAGS] },
 ];
 const serviceEnv = (port: string) => ({ DATABASE_URL: seeded.file, PORT: port, GALAXY: 'off', RATE_LIMIT_READ: 'off' });
 const services: Service[] = [];
 try {
-  for (const build of builds) services.push(await startService(serviceEnv(build.port), '/healthz', undefined, build.script));
+  for (const build of builds) services.push(await startService(serviceEnv(build.port), '/healthz', build.flags, build.script));
   for (const service of services) await waitForSnapshot(service.url, ENTRIES);
   for (const service of services) await waitForQuiet(service.pid);
   const byUuid = process.env.BENCH_AB_PATH === 'uuid';
@@ -88,7 +91,7 @@ try {
     for (let n = 0; n < STARTS; n++) {
       // Alternately first, so that neither always starts on a machine the other has just left busy.
       for (const k of n % 2 === 0 ? [0, 1] : [1, 0]) {
-        const service = await startService(serviceEnv(builds[k]!.port), '/healthz', undefined, builds[k]!.script);
+        const service = await startService(serviceEnv(builds[k]!.port), '/healthz', builds[k]!.flags, builds[k]!.script);
         starts[k]!.push(service.startMs);
         await service.stop();
       }
