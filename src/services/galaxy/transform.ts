@@ -47,8 +47,8 @@ export const REPULSION = 1;
 export const LEARNING_RATE = 1;
 export const CLIP = 4;
 /** How near the smoothed distances' sum must come to its target, and the bisection's steps at most. */
-export const SMOOTH_TOLERANCE = 1e-5;
-export const BISECTION_STEPS = 64;
+const SMOOTH_TOLERANCE = 1e-5;
+const BISECTION_STEPS = 64;
 /** σ's floor, as a share of the mean distance. */
 export const MIN_DISTANCE_SCALE = 1e-3;
 
@@ -147,6 +147,34 @@ const power = (x: number, y: number) => Math.exp(y * Math.log(x));
 export const clip = (value: number) => (value > CLIP ? CLIP : value < -CLIP ? -CLIP : value);
 
 /**
+ * smoothSigma is umap-js's binary search for one row's σ: the scale at which the memberships of the
+ * row's neighbours after the nearest (each exp(-(d - rho) / σ), and 1 at or below `rho`) sum to
+ * `target`. The fit and the transform both weigh their neighbours with it.
+ */
+export function smoothSigma(distances: Float64Array, row: number, k: number, rho: number, target: number): number {
+  let low = 0;
+  let high = Infinity;
+  let sigma = 1;
+  for (let step = 0; step < BISECTION_STEPS; step++) {
+    let sum = 0;
+    // umap-js leaves out the nearest here (its loop starts at 1).
+    for (let j = 1; j < k; j++) {
+      const d = distances[row + j]! - rho;
+      sum += d > 0 ? Math.exp(-(d / sigma)) : 1;
+    }
+    if (Math.abs(sum - target) < SMOOTH_TOLERANCE) break;
+    if (sum > target) {
+      high = sigma;
+      sigma = (low + high) / 2;
+    } else {
+      low = sigma;
+      sigma = high === Infinity ? sigma * 2 : (low + high) / 2;
+    }
+  }
+  return sigma;
+}
+
+/**
  * transform places `queries` (vectors of the graph's dimensions) into the fitted layout and returns
  * their raw coordinates, queries.length × 3. Deterministic for the same graph, queries and random source.
  */
@@ -232,26 +260,7 @@ export function transform(graph: PlaceGraph, queries: readonly Float32Array[], r
   let largest = 0;
   for (let q = 0; q < count; q++) {
     const row = q * k;
-    let low = 0;
-    let high = Infinity;
-    let sigma = 1;
-    for (let step = 0; step < BISECTION_STEPS; step++) {
-      let sum = 0;
-      // umap-js leaves out the nearest here (its loop starts at 1).
-      for (let j = 1; j < k; j++) {
-        const d = distances[row + j]!;
-        sum += d > 0 ? Math.exp(-d / sigma) : 1;
-      }
-      if (Math.abs(sum - target) < SMOOTH_TOLERANCE) break;
-      if (sum > target) {
-        high = sigma;
-        sigma = (low + high) / 2;
-      } else {
-        low = sigma;
-        sigma = high === Infinity ? sigma * 2 : (low + high) / 2;
-      }
-    }
-    sigma = Math.max(sigma, MIN_DISTANCE_SCALE * meanDistance);
+    const sigma = Math.max(smoothSigma(distances, row, k, 0, target), MIN_DISTANCE_SCALE * meanDistance);
     for (let j = 0; j < k; j++) {
       const d = distances[row + j]!;
       const weight = d <= 0 ? 1 : Math.exp(-d / sigma);

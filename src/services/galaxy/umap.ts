@@ -13,7 +13,7 @@
  *    edges sorted by row and column, edges below max / epochs dropped.
  * 3. The optimisation, one epoch per `step`, on a flat `rows × 3` embedding.
  */
-import { BISECTION_STEPS, bothWays, clip, LEARNING_RATE, MIN_DISTANCE_SCALE, NEGATIVE_SAMPLE_RATE, REPULSION, SMOOTH_TOLERANCE } from './transform.ts';
+import { bothWays, clip, LEARNING_RATE, MIN_DISTANCE_SCALE, NEGATIVE_SAMPLE_RATE, REPULSION, smoothSigma } from './transform.ts';
 
 /** What the fit is given besides the data (the layout's settings; see layout.ts). */
 export interface UmapSettings {
@@ -306,27 +306,7 @@ function memberships(knn: Heaps): Float64Array {
         break;
       }
     }
-    let lo = 0.0;
-    let hi = Infinity;
-    let mid = 1.0;
-    for (let n = 0; n < BISECTION_STEPS; n++) {
-      let psum = 0.0;
-      for (let j = 1; j < k; j++) {
-        const d = distances[base + j]! - rho;
-        if (d > 0) psum += Math.exp(-(d / mid));
-        else psum += 1.0;
-      }
-      if (Math.abs(psum - target) < SMOOTH_TOLERANCE) break;
-      if (psum > target) {
-        hi = mid;
-        mid = (lo + hi) / 2.0;
-      } else {
-        lo = mid;
-        if (hi === Infinity) mid *= 2;
-        else mid = (lo + hi) / 2.0;
-      }
-    }
-    let sigma = mid;
+    let sigma = smoothSigma(distances, base, k, rho, target);
     if (rho > 0.0) {
       const rowMean = mean(distances, base, k);
       if (sigma < MIN_DISTANCE_SCALE * rowMean) sigma = MIN_DISTANCE_SCALE * rowMean;
