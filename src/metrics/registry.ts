@@ -224,7 +224,7 @@ export interface RandomPicks {
   cache: number;
   /** Read and prepared ahead of the request, off the event loop (a read worker, or one query a batch). */
   drawn_ahead: number;
-  /** Read when the request came: no entry drawn ahead was ready. */
+  /** Read by the request itself: no batch drawn ahead came for it (refused, failed, or taken by the requests before it). */
   on_request: number;
 }
 
@@ -236,7 +236,7 @@ export const watchRandomPicks = randomPickSources.watch;
 
 new client.Counter({
   name: 'nonsense_random_picks_total',
-  help: 'Random entries served, by source: cache (held in memory), drawn_ahead (read off the event loop before the request), on_request (read when the request came, as no drawn entry was ready).',
+  help: 'Random entries served, by source: cache (held in memory), drawn_ahead (read off the event loop before the request), on_request (read by the request itself, as no batch drawn ahead came for it).',
   labelNames: ['source'] as const,
   registers: [registry],
   collect() {

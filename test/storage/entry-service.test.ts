@@ -10,8 +10,8 @@ import { migrate, openDatabase } from '../../src/db/database.ts';
 import { migrationProvider } from '../../src/db/migrations/index.ts';
 import type { DB } from '../../src/db/schema.ts';
 import { seededPick } from '../../src/domain/variables.ts';
-import { entryRecordOf, renderEntryJson } from '../../src/formats/entry.ts';
-import { EntryService } from '../../src/services/entries/index.ts';
+import { asciiBytesOf, entryJsonEncoder, entryRecordOf, renderEntryJson } from '../../src/formats/entry.ts';
+import { EntryService, type Draw, type ReadyEntry } from '../../src/services/entries/index.ts';
 import { ReadWorkers } from '../../src/services/read-workers/index.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
 import { createTestApp, entry, freshDatabaseUrl, tempDir, type TestContext } from '../helper.ts';
@@ -413,7 +413,7 @@ describe('the random pick drawn ahead', () => {
       const each = 12;
       const hits = new Map<string, number>();
       await ahead.take(visible.length * each, hits);
-      // Picks are made on the event loop while no batch is ready: most, not all, come from batches.
+      // A pick taken while no batch is ready waits for the next (not counted here): every pick counted came from a batch.
       expect(ahead.batches()).toBeGreaterThan((visible.length * each) / 512 / 4);
       for (const uuid of gone) expect(hits.has(uuid), uuid).toBe(false);
       const { chi, bound } = chiSquare(hits, visible, each);
@@ -422,6 +422,94 @@ describe('the random pick drawn ahead', () => {
       await ahead.close();
     }
   }, 60_000);
+});
+
+describe('a random request while a batch is being drawn', () => {
+  /**
+   * gatedDraws resolves batches by the entries' primary keys, each only once `release` is called, and
+   * counts the reads the service itself makes on request (on the event loop where the engine reads now).
+   */
+  function gatedDraws(ctx: TestContext, service: EntryService) {
+    const entries = ctx.storage.entries;
+    const onRequest = { reads: 0 };
+    for (const name of ['findById', 'findByIdNow', 'nthInBlock', 'nthInBlockNow'] as const) {
+      const read = (entries[name] as (...args: number[]) => unknown).bind(entries);
+      (entries as unknown as Record<string, unknown>)[name] = (...args: number[]) => {
+        onRequest.reads++;
+        return read(...args);
+      };
+    }
+    const pending: Array<{ draws: readonly Draw[]; settle: (fail: boolean) => void }> = [];
+    service.drawsAheadWith(
+      (draws, variables) =>
+        new Promise<ReadonlyArray<ReadyEntry | null>>((resolve, reject) => {
+          pending.push({
+            draws,
+            settle: (fail) => {
+              if (fail) return reject(new Error('the read workers are busy'));
+              const encode = entryJsonEncoder(variables);
+              const found = ctx.database.db.selectFrom('entries').selectAll().where('id', 'in', draws.map((draw) => draw.id)).where('state', '=', 'visible').execute();
+              found.then((rows) => {
+                const byId = new Map(rows.map((row) => [Number(row.id), row]));
+                resolve(draws.map((draw) => {
+                  const row = byId.get(draw.id);
+                  if (row === undefined) return null;
+                  const json = encode({ uuid: row.uuid, text: row.text, timestamp: Number(row.created_at) });
+                  return { json, asciiBytes: asciiBytesOf(json) };
+                }));
+              }, reject);
+            },
+          });
+        }),
+    );
+    const release = (fail = false) => pending.splice(0).forEach((batch) => batch.settle(fail));
+    return { onRequest, pending, release };
+  }
+
+  const settled = async <T>(promise: Promise<T>) => {
+    let done = false;
+    void promise.then(() => (done = true), () => (done = true));
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    return done;
+  };
+
+  it('waits for the batch rather than read on request, and the lane declines meanwhile', async () => {
+    const many = Array.from({ length: 50 }, (_, n) => entry(`Waiting entry ${n}.`, 1_700_000_000 + n, uuidOf(n)));
+    t = await createTestApp({ entries: many });
+    const service = serviceOf(t.storage, 0);
+    const gate = gatedDraws(t, service);
+    const pick = seededPick('waits');
+    const first = service.random(pick);
+    const second = service.random(pick);
+    await until(() => gate.pending.length > 0);
+    expect(await settled(first)).toBe(false);
+    // The fast lane has nothing ready and leaves the request to the route, which would wait too.
+    expect(service.randomNow(pick)).toBeUndefined();
+    expect(gate.onRequest.reads).toBe(0);
+    gate.release();
+    const picked = await Promise.all([first, second]);
+    for (const found of picked) expect(many.map((e) => e.uuid)).toContain(json(found!).uuid);
+    expect(gate.onRequest.reads).toBe(0);
+    // The batch left the rest of its entries for the next requests, which the lane answers now.
+    await until(() => service.stats().ahead > 0);
+    const now = service.randomNow(pick);
+    expect(now !== undefined && 'json' in now).toBe(true);
+  });
+
+  it('reads its pick on request when the batches are refused', async () => {
+    const many = Array.from({ length: 50 }, (_, n) => entry(`Refused entry ${n}.`, 1_700_000_000 + n, uuidOf(n)));
+    t = await createTestApp({ entries: many });
+    const service = serviceOf(t.storage, 0);
+    const gate = gatedDraws(t, service);
+    const waiting = service.random(seededPick('refused'));
+    // Each batch the request waits for is refused; after a few it reads its own pick.
+    await until(async () => {
+      gate.release(true);
+      return settled(waiting);
+    });
+    expect(many.map((e) => e.uuid)).toContain(json((await waiting)!).uuid);
+    expect(gate.onRequest.reads).toBeGreaterThan(0);
+  });
 });
 
 describe('the status count', () => {

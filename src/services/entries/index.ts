@@ -59,6 +59,8 @@ const AHEAD = 512;
 const AHEAD_BATCHES = 2;
 /** Fresh draws when the counts were behind the entries (a change landed between the two reads). */
 const ROUNDS = 3;
+/** Batches a request waits for before its pick is read on request (more requests waiting than a batch holds). */
+const WAITS = 3;
 
 interface View {
   readonly revision: number;
@@ -71,6 +73,8 @@ interface View {
   readonly ahead: ReadyEntry[];
   /** Batches being drawn: up to AHEAD_BATCHES at once, so that a slow read (a cold disk) does not leave the requests without. */
   drawingAhead: number;
+  /** Requests waiting for the next batch (`random`), woken when one settles. */
+  readonly waiting: Array<() => void>;
 }
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -129,7 +133,8 @@ export class EntryService {
   /**
    * randomNow is a random entry from memory; or, when the pick drew an entry the cache does not hold,
    * the draw, which `random` continues (a fresh pick instead would favour the entries held); or
-   * undefined when nothing is known yet.
+   * undefined when nothing is known yet, or when picks are drawn ahead and none is ready (`random`
+   * then waits for the batch being drawn, rather than read on the event loop).
    */
   randomNow(pick: PickIndex): ReadyEntry | Draw | undefined {
     const view = this.viewNow();
@@ -140,9 +145,9 @@ export class EntryService {
       return this.hot.at(pick(this.hot.size));
     }
     if (view.blocks === null || view.blocks.total === 0) return undefined;
-    const ahead = this.takeAhead(view);
-    if (ahead !== undefined) {
-      this.picks.drawn_ahead++;
+    if (this.drawAhead !== undefined) {
+      const ahead = this.takeAhead(view, this.drawAhead);
+      if (ahead !== undefined) this.picks.drawn_ahead++;
       return ahead;
     }
     const draw = drawFrom(view.blocks, pick);
@@ -172,9 +177,28 @@ export class EntryService {
 
   // The answers that may ask the database.
 
-  /** random is a visible entry picked uniformly, or null when there is none; `drawn` continues a draw of randomNow's. */
+  /**
+   * random is a visible entry picked uniformly, or null when there is none; `drawn` continues a draw
+   * of randomNow's. Where picks are drawn ahead, it takes one, waiting for the batch being drawn when
+   * none is ready: an entry of a batch is an independent uniform pick, and the wait holds no one else
+   * up, where a read on the event loop (a page off a cold disk) would hold every request. A pick is
+   * read on request only when the batches do not come (refused by busy workers, failed) or run out
+   * before this request's turn.
+   */
   async random(pick: PickIndex, drawn?: Draw): Promise<ReadyEntry | null> {
-    const view = await this.current();
+    let view = await this.current();
+    for (let wait = 0; drawn === undefined && this.drawAhead !== undefined && !this.hot.complete && wait <= WAITS; wait++) {
+      const blocks = await this.blocksOf(view);
+      if (blocks.total === 0) return null;
+      const ahead = this.takeAhead(view, this.drawAhead);
+      if (ahead !== undefined) {
+        this.picks.drawn_ahead++;
+        return ahead;
+      }
+      if (view.drawingAhead === 0 || wait === WAITS) break;
+      await new Promise<void>((resolve) => view.waiting.push(resolve));
+      view = await this.current();
+    }
     if (this.hot.complete) {
       if (this.hot.size === 0) return null;
       this.picks.cache++;
@@ -274,10 +298,9 @@ export class EntryService {
    * takeAhead is a random entry drawn ahead at the view's revision, when there is one; it draws more
    * when half are taken. Those of an older revision are never served: the view holds its own.
    */
-  private takeAhead(view: View): ReadyEntry | undefined {
-    if (this.drawAhead === undefined) return undefined;
+  private takeAhead(view: View, drawAhead: DrawAhead): ReadyEntry | undefined {
     const entry = view.ahead.pop();
-    if (view.ahead.length < AHEAD * view.drawingAhead + AHEAD && view.drawingAhead < AHEAD_BATCHES && view.blocks !== null) this.drawMore(view, view.blocks, this.drawAhead);
+    if (view.ahead.length < AHEAD * view.drawingAhead + AHEAD && view.drawingAhead < AHEAD_BATCHES && view.blocks !== null) this.drawMore(view, view.blocks, drawAhead);
     return entry;
   }
 
@@ -308,9 +331,12 @@ export class EntryService {
       .then((entries) => {
         for (const entry of entries) if (entry !== null) view.ahead.push(entry);
       })
-      // Busy workers or a failed read: picks are made per request meanwhile, and drawn ahead again later.
+      // Busy workers or a failed read: the requests waiting make their picks themselves, and the next draws ahead again.
       .catch(() => {})
-      .finally(() => view.drawingAhead--);
+      .finally(() => {
+        view.drawingAhead--;
+        for (const wake of view.waiting.splice(0)) wake();
+      });
   }
 
   /** admit keeps an entry read by UUID, unless a change came in while it was read. */
@@ -354,7 +380,7 @@ export class EntryService {
       const applied = view !== null && revision > view.revision && (await this.apply(view.revision, encode));
       if (!applied) this.restart();
       // A fresh object: a read begun under the old view does not fill the cache (admit).
-      this.view = { revision, variables, encode, blocks: null, loading: null, ahead: [], drawingAhead: 0 };
+      this.view = { revision, variables, encode, blocks: null, loading: null, ahead: [], drawingAhead: 0, waiting: [] };
       if (!applied) void this.fill(this.generation);
     }
   }
