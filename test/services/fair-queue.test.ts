@@ -55,7 +55,7 @@ describe('FairQueue', () => {
     const started = (name: string) => jobs.find((j) => j.name === name)!;
     const jobs = ['a1', 'b2', 'c2', 'd1', 'e1', 'f1'].map((name) => ({ name, ...gatedJob(log, name) }));
     // a1 runs; b and c wait with later pages of their exports; d, e and f come with new requests.
-    const runs = jobs.map((job) => queue.run(job.name[0]!, job.run, job.name.endsWith('2')));
+    const runs = jobs.map((job) => queue.run(job.name[0]!, job.run, job.name.endsWith('2') ? 'later' : 'new'));
     for (let i = 0; i < jobs.length; i++) {
       await settle();
       started(log.at(-1)!).finish();
@@ -64,6 +64,35 @@ describe('FairQueue', () => {
     // d1 goes before the later pages waiting ahead of it in turn; then, one slot, b2 has its turn
     // before e1 does, and e1 goes before c2.
     expect(log).toEqual(['a1', 'd1', 'b2', 'e1', 'c2', 'f1']);
+  });
+
+  it('takes a first job before every other waiting one, within its client\'s share', async () => {
+    const queue = new FairQueue(2, 1);
+    const log: string[] = [];
+    const started = (name: string) => jobs.find((j) => j.name === name)!;
+    // a1 and b1 run; c waits with a later page, d with a new request; then the service draws twice (s).
+    const jobs = ['a1', 'b1', 'c2', 'd1', 's1', 's2'].map((name) => ({ name, ...gatedJob(log, name) }));
+    const orderOf = (name: string) => (name[0] === 's' ? 'first' : name.endsWith('2') ? 'later' : 'new');
+    const runs = jobs.map((job) => queue.run(job.name[0]!, job.run, orderOf(job.name)));
+    await settle();
+    expect(log).toEqual(['a1', 'b1']);
+    started('a1').finish();
+    await settle();
+    // s1 came last and goes first.
+    expect(log).toEqual(['a1', 'b1', 's1']);
+    started('b1').finish();
+    await settle();
+    // s2 is next in line but s's share (one job) is running: the turn order takes the next one.
+    expect(log).toEqual(['a1', 'b1', 's1', 'd1']);
+    started('s1').finish();
+    await settle();
+    expect(log).toEqual(['a1', 'b1', 's1', 'd1', 's2']);
+    started('d1').finish();
+    started('s2').finish();
+    await settle();
+    started('c2').finish();
+    await Promise.all(runs);
+    expect(log).toEqual(['a1', 'b1', 's1', 'd1', 's2', 'c2']);
   });
 
   it('gives the slot back when a job fails', async () => {

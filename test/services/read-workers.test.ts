@@ -100,6 +100,25 @@ describe.runIf(sqlite)('the read workers', () => {
     }
   });
 
+  it('draws a batch of random picks before the searches waiting, as random requests wait for it', async () => {
+    const two = ReadWorkers.forDatabase(t.config.database, 16, 2)!;
+    try {
+      // The order in which the queue hands tasks to the threads.
+      const pool = (two as unknown as { pool: { run: (name: string, task: unknown) => Promise<unknown> } }).pool;
+      const run = pool.run.bind(pool);
+      const started: string[] = [];
+      vi.spyOn(pool, 'run').mockImplementation((name, task) => (started.push(name), run(name, task)));
+      const searches = Array.from({ length: 5 }, (_, i) => two.searchPage({ q: 'entry' }, 20, {}, { client: `192.0.2.${i}` }));
+      const [drawn] = await Promise.all([two.draws([{ block: 0, nth: 0, visible: 1, id: 1 }], variables), ...searches]);
+      expect(drawn).toHaveLength(1);
+      expect(drawn[0]?.json).toBeDefined();
+      // Two searches were running when the batch came; it went before the three waiting.
+      expect(started).toEqual(['searchTask', 'searchTask', 'drawTask', 'searchTask', 'searchTask', 'searchTask']);
+    } finally {
+      await two.close();
+    }
+  });
+
   it('reads OData in the worker as on the event loop, and charges its database time, failures included', async () => {
     const selection = { filter: parseFilter("substringof('1',nonsense)"), orderBy: parseOrderBy('nonsense desc') };
     const tokens = [...variables.keys()];

@@ -9,10 +9,17 @@
  * turn, so that a search waits for the jobs running, not also for the pages of every export ahead of
  * it. So that a stream of new requests cannot hold the files being sent still, a later job waits for
  * at most `slots` new ones taken past it; then the turn order takes over again.
+ *
+ * A `first` job goes before every other waiting one, within its client's share: work that requests
+ * are already waiting for and that serves many at once (a batch of random picks drawn ahead), short
+ * by construction, so that those requests wait for the jobs running only.
  */
+
+/** Where a waiting job stands: `first` before all, `new` (a request's own job) before `later` (continuing an answer). */
+export type JobOrder = 'first' | 'new' | 'later';
 export class FairQueue {
   /** Waiting jobs by client, each client's in arrival order; a client is here while it has any. */
-  private readonly waiting = new Map<string, { start: () => void; later: boolean }[]>();
+  private readonly waiting = new Map<string, { start: () => void; order: JobOrder }[]>();
   /** Running jobs by client. */
   private readonly running = new Map<string, number>();
   private active = 0;
@@ -32,12 +39,12 @@ export class FairQueue {
     return this.queued + this.active;
   }
 
-  /** run runs `job` for `client` once its turn comes, and settles as the job does; `later` marks work that continues an answer. */
-  async run<T>(client: string, job: () => Promise<T>, later = false): Promise<T> {
+  /** run runs `job` for `client` once its turn comes (`order`, see the class comment), and settles as the job does. */
+  async run<T>(client: string, job: () => Promise<T>, order: JobOrder = 'new'): Promise<T> {
     await new Promise<void>((start) => {
       const jobs = this.waiting.get(client);
-      if (jobs === undefined) this.waiting.set(client, [{ start, later }]);
-      else jobs.push({ start, later });
+      if (jobs === undefined) this.waiting.set(client, [{ start, order }]);
+      else jobs.push({ start, order });
       this.queued++;
       this.dispatch();
     });
@@ -53,24 +60,29 @@ export class FairQueue {
   }
 
   /**
-   * dispatch starts waiting jobs while slots are free: the first client in turn that may run one
-   * more and whose next job is new, else the first in turn that may run one. A client served goes to
-   * the back of the turn (a Map keeps insertion order).
+   * dispatch starts waiting jobs while slots are free: a client that may run one more and whose next
+   * job is `first`; else the first client in turn that may run one more and whose next job is new,
+   * else the first in turn that may run one. A client served goes to the back of the turn (a Map
+   * keeps insertion order).
    */
   private dispatch(): void {
     while (this.active < this.slots) {
       let chosen: string | undefined;
       let fresh: string | undefined;
+      let first: string | undefined;
       for (const [client, jobs] of this.waiting) {
         if ((this.running.get(client) ?? 0) >= this.perClient) continue;
         chosen ??= client;
-        if (!jobs[0]!.later) {
-          fresh = client;
+        const { order } = jobs[0]!;
+        if (order === 'first') {
+          first = client;
           break;
         }
+        if (order === 'new') fresh ??= client;
       }
       if (chosen === undefined) return;
-      if (fresh !== undefined && fresh !== chosen && this.passed < this.slots) {
+      if (first !== undefined) chosen = first;
+      else if (fresh !== undefined && fresh !== chosen && this.passed < this.slots) {
         this.passed++;
         chosen = fresh;
       } else if (fresh !== chosen) this.passed = 0;

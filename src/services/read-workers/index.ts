@@ -14,6 +14,7 @@
  * thread at once while another waits. A new request's task (a search page, an export's first page)
  * goes before the tasks that continue answers (the later pages of exports and walks), so that it
  * waits for the tasks running only: with an export's pages bounded (EntryQuery.listPage), not long.
+ * A batch of random picks drawn ahead (draws) goes before both, as random requests wait for it.
  * The threads start with the first task and exit after a minute without one.
  *
  * The queue is bounded: when READ_WORKER_QUEUE tasks already wait, a new export, search or OData
@@ -33,7 +34,7 @@ import { TimeLimitError } from '../../db/time-limit.ts';
 import type { ListedEntry, SearchPage } from '../../storage/entry-query.ts';
 import type { ODataAnswer, ODataRead } from '../../storage/odata-reads.ts';
 import { PoolBusy, retryAfterSeconds, TaskPool, workerModule } from '../worker-pool/index.ts';
-import { FairQueue } from './fair-queue.ts';
+import { FairQueue, type JobOrder } from './fair-queue.ts';
 import { PageSlots, SLOTTED_PAGE } from './page-slots.ts';
 import { entryJsonFromWire } from '../../formats/entry.ts';
 import type { Draw, ReadyEntry } from '../entries/index.ts';
@@ -165,7 +166,7 @@ export class ReadWorkers {
           ...(after ? { after } : {}),
           ...(reserved ? { slot: reserved.slot } : {}),
         } satisfies PageTask,
-        { later: after !== undefined },
+        { order: after === undefined ? 'new' : 'later' },
       );
       return { ...result, slot: reserved?.index };
     };
@@ -248,7 +249,7 @@ export class ReadWorkers {
       client,
       'odataTask',
       { file: this.file, read, variableTokens } satisfies ODataTask,
-      { later: continued, failed: (failure) => spent?.(failure.dbMs ?? 0) },
+      { order: continued ? 'later' : 'new', failed: (failure) => spent?.(failure.dbMs ?? 0) },
     );
     spent?.(dbMs);
     return answer;
@@ -256,30 +257,31 @@ export class ReadWorkers {
 
   /**
    * draws resolves random draws of the entry service ahead of the requests (EntryService.drawsAheadWith):
-   * read and prepared in a worker, so that the event loop only takes them. They wait their turn as the
-   * service's own client; with the queue full they are refused like any task, and the picks are made
-   * per request meanwhile.
+   * read and prepared in a worker, so that the event loop only takes them. Random requests wait for
+   * the batch being drawn, so it goes first in the queue (a few milliseconds' work that answers
+   * hundreds of requests), within the share of the service's own client; with the queue full it is
+   * refused like any task, and the picks are made per request meanwhile.
    */
   async draws(draws: readonly Draw[], variables: ServerVariables): Promise<Array<ReadyEntry | null>> {
     this.admit();
-    // Work ahead of the requests: a new request's task goes before it.
-    const drawn = await this.run<DrawnEntry[]>(DRAWS_CLIENT, 'drawTask', { file: this.file, draws, variables } satisfies DrawTask, { later: true });
+    const drawn = await this.run<DrawnEntry[]>(DRAWS_CLIENT, 'drawTask', { file: this.file, draws, variables } satisfies DrawTask, { order: 'first' });
     return drawn.map((entry) => (entry === null ? null : { json: entryJsonFromWire(entry.json), asciiBytes: entry.asciiBytes }));
   }
 
   /**
    * run runs a task of worker.ts (`name`: its export) for `client` in its turn, and turns a failure
    * back into an error of its kind (after telling `failed`). A `later` task continues an answer (an
-   * export's or a walk's next page): a new request's task goes before it (FairQueue).
+   * export's or a walk's next page): a new request's task goes before it, and a `first` one before
+   * both (FairQueue).
    */
   private async run<T>(
     client: string,
     name: 'default' | 'searchTask' | 'listTask' | 'odataTask' | 'drawTask',
     task: PageTask | SearchTask | ListTask | ODataTask | DrawTask,
-    { later = false, failed }: { later?: boolean; failed?: (failure: PageFailure) => void } = {},
+    { order = 'new', failed }: { order?: JobOrder; failed?: (failure: PageFailure) => void } = {},
   ): Promise<T> {
     const queued = performance.now();
-    const result = await this.queue.run(client, () => this.pool.run<T | PageFailure>(name, task), later);
+    const result = await this.queue.run(client, () => this.pool.run<T | PageFailure>(name, task), order);
     this.taskMs += (performance.now() - queued - this.taskMs) / 16;
     if (typeof result === 'object' && result !== null && 'failed' in result) {
       failed?.(result);
