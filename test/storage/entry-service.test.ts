@@ -13,6 +13,7 @@ import { seededPick } from '../../src/domain/variables.ts';
 import { asciiBytesOf, entryJsonEncoder, entryRecordOf, renderEntryJson } from '../../src/formats/entry.ts';
 import { EntryService, type Draw, type ReadyEntry } from '../../src/services/entries/index.ts';
 import { ReadWorkers } from '../../src/services/read-workers/index.ts';
+import { COUNT_BLOCK } from '../../src/storage/entries.ts';
 import { createStorage, type Storage } from '../../src/storage/index.ts';
 import { createTestApp, entry, freshDatabaseUrl, tempDir, type TestContext } from '../helper.ts';
 
@@ -448,11 +449,15 @@ describe('a random request while a batch is being drawn', () => {
             settle: (fail) => {
               if (fail) return reject(new Error('the read workers are busy'));
               const encode = entryJsonEncoder(variables);
-              const found = ctx.database.db.selectFrom('entries').selectAll().where('id', 'in', draws.map((draw) => draw.id)).where('state', '=', 'visible').execute();
+              const visible = () => ctx.database.db.selectFrom('entries').selectAll().where('state', '=', 'visible');
+              // Each draw resolved by its place among its block's visible entries.
+              const found = Promise.all(
+                draws.map((draw) =>
+                  visible().where('id', '>=', draw.block * COUNT_BLOCK).where('id', '<', (draw.block + 1) * COUNT_BLOCK).orderBy('id').limit(1).offset(draw.nth).executeTakeFirst(),
+                ),
+              );
               found.then((rows) => {
-                const byId = new Map(rows.map((row) => [Number(row.id), row]));
-                resolve(draws.map((draw) => {
-                  const row = byId.get(draw.id);
+                resolve(rows.map((row) => {
                   if (row === undefined) return null;
                   const json = encode({ uuid: row.uuid, text: row.text, timestamp: Number(row.created_at) });
                   return { json, asciiBytes: asciiBytesOf(json) };
@@ -494,6 +499,36 @@ describe('a random request while a batch is being drawn', () => {
     await until(() => service.stats().ahead > 0);
     const now = service.randomNow(pick);
     expect(now !== undefined && 'json' in now).toBe(true);
+  });
+
+  it('draws a small batch first at each revision, the requests waiting after a change, then larger ones up to 512', async () => {
+    const many = Array.from({ length: 50 }, (_, n) => entry(`Batch entry ${n}.`, 1_700_000_000 + n, uuidOf(n)));
+    t = await createTestApp({ entries: many });
+    const service = serviceOf(t.storage, 0);
+    const gate = gatedDraws(t, service);
+    const sizes: number[] = [];
+    const pick = seededPick('sizes');
+    /** takes asks for picks until `count` batches were drawn, each released once asked for. */
+    const takes = async (count: number) => {
+      while (sizes.length < count) {
+        const taken = service.random(pick);
+        await until(async () => {
+          for (const batch of gate.pending) sizes.push(batch.draws.length);
+          gate.release();
+          return settled(taken);
+        });
+        expect(await taken).not.toBeNull();
+      }
+    };
+    await takes(7);
+    expect(sizes.slice(0, 7)).toEqual([32, 64, 128, 256, 512, 512, 512]);
+    // A change: the next revision's batches start small again (the batch asked for last, of the
+    // revision before, is let go first).
+    gate.release();
+    await t.storage.entries.update(many[0]!.uuid, { state: 'hidden' }, 'test');
+    sizes.length = 0;
+    await takes(2);
+    expect(sizes.slice(0, 2)).toEqual([32, 64]);
   });
 
   it('reads its pick on request when the batches are refused', async () => {

@@ -55,6 +55,11 @@ const MAX_APPLIED = 1000;
 const REREAD_CHUNK = 200;
 /** Random entries drawn ahead at once; more are drawn when fewer than this many are left. */
 const AHEAD = 512;
+/**
+ * The first batch drawn at a revision. After every change the requests wait for it (random), so it
+ * is small enough to come in about a millisecond on a warm file; each next batch doubles, up to AHEAD.
+ */
+const FIRST_AHEAD = 32;
 /** Batches drawn at once at most (one per read worker, as a rule). */
 const AHEAD_BATCHES = 2;
 /** Fresh draws when the counts were behind the entries (a change landed between the two reads). */
@@ -73,6 +78,8 @@ interface View {
   readonly ahead: ReadyEntry[];
   /** Batches being drawn: up to AHEAD_BATCHES at once, so that a slow read (a cold disk) does not leave the requests without. */
   drawingAhead: number;
+  /** The size of the next batch: FIRST_AHEAD, doubling up to AHEAD. */
+  batch: number;
   /** Requests waiting for the next batch (`random`), woken when one settles. */
   readonly waiting: Array<() => void>;
 }
@@ -326,7 +333,8 @@ export class EntryService {
 
   private drawMore(view: View, blocks: VisibleBlocks, drawAhead: DrawAhead): void {
     view.drawingAhead++;
-    const draws = Array.from({ length: AHEAD }, () => drawFrom(blocks, mathRandomPick));
+    const draws = Array.from({ length: view.batch }, () => drawFrom(blocks, mathRandomPick));
+    view.batch = Math.min(AHEAD, view.batch * 2);
     drawAhead(draws, view.variables)
       .then((entries) => {
         for (const entry of entries) if (entry !== null) view.ahead.push(entry);
@@ -380,7 +388,7 @@ export class EntryService {
       const applied = view !== null && revision > view.revision && (await this.apply(view.revision, encode));
       if (!applied) this.restart();
       // A fresh object: a read begun under the old view does not fill the cache (admit).
-      this.view = { revision, variables, encode, blocks: null, loading: null, ahead: [], drawingAhead: 0, waiting: [] };
+      this.view = { revision, variables, encode, blocks: null, loading: null, ahead: [], drawingAhead: 0, batch: FIRST_AHEAD, waiting: [] };
       if (!applied) void this.fill(this.generation);
     }
   }
