@@ -95,6 +95,26 @@ describe('FairQueue', () => {
     expect(log).toEqual(['a1', 'b1', 's1', 'd1', 's2', 'c2']);
   });
 
+  it('lets first jobs past their client\'s share while no other client waits', async () => {
+    const queue = new FairQueue(2, 1);
+    const log: string[] = [];
+    const [s1, s2, s3, a1] = ['s1', 's2', 's3', 'a1'].map((name) => gatedJob(log, name));
+    const runs = [queue.run('s', s1!.run, 'first'), queue.run('s', s2!.run, 'first')];
+    await settle();
+    expect(log).toEqual(['s1', 's2']);
+    runs.push(queue.run('a', a1!.run), queue.run('s', s3!.run, 'first'));
+    s1!.finish();
+    await settle();
+    // Another client waits: s keeps to its share, and a takes the thread.
+    expect(log).toEqual(['s1', 's2', 'a1']);
+    s2!.finish();
+    await settle();
+    expect(log).toEqual(['s1', 's2', 'a1', 's3']);
+    a1!.finish();
+    s3!.finish();
+    await Promise.all(runs);
+  });
+
   it('gives the slot back when a job fails', async () => {
     const queue = new FairQueue(1);
     await expect(queue.run('a', () => Promise.reject(new Error('no')))).rejects.toThrow('no');

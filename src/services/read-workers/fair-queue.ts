@@ -10,9 +10,10 @@
  * it. So that a stream of new requests cannot hold the files being sent still, a later job waits for
  * at most `slots` new ones taken past it; then the turn order takes over again.
  *
- * A `first` job goes before every other waiting one, within its client's share: work that requests
- * are already waiting for and that serves many at once (a batch of random picks drawn ahead), short
- * by construction, so that those requests wait for the jobs running only.
+ * A `first` job goes before every other waiting one, within its client's share, or past it while no
+ * other client waits: work that requests are already waiting for and that serves many at once (a
+ * batch of random picks drawn ahead), short by construction, so that those requests wait for the
+ * jobs running only, and two such jobs read at once from a cold disk when nothing else is asked.
  */
 
 /** Where a waiting job stands: `first` before all, `new` (a request's own job) before `later` (continuing an answer). */
@@ -60,8 +61,8 @@ export class FairQueue {
   }
 
   /**
-   * dispatch starts waiting jobs while slots are free: a client that may run one more and whose next
-   * job is `first`; else the first client in turn that may run one more and whose next job is new,
+   * dispatch starts waiting jobs while slots are free: a client that may run one more (or run past
+   * its share, as the class comment says) and whose next job is `first`; else the first client in turn that may run one more and whose next job is new,
    * else the first in turn that may run one. A client served goes to the back of the turn (a Map
    * keeps insertion order).
    */
@@ -71,9 +72,10 @@ export class FairQueue {
       let fresh: string | undefined;
       let first: string | undefined;
       for (const [client, jobs] of this.waiting) {
-        if ((this.running.get(client) ?? 0) >= this.perClient) continue;
-        chosen ??= client;
         const { order } = jobs[0]!;
+        // A first job may go past its client's share while no other client waits.
+        if ((this.running.get(client) ?? 0) >= this.perClient && (order !== 'first' || this.waiting.size > 1)) continue;
+        chosen ??= client;
         if (order === 'first') {
           first = client;
           break;
