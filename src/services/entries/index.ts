@@ -303,7 +303,8 @@ export class EntryService {
 
   /**
    * takeAhead is a random entry drawn ahead at the view's revision, when there is one; it draws more
-   * when half are taken. Those of an older revision are never served: the view holds its own.
+   * while fewer than AHEAD are left beyond those of the batches being drawn (AHEAD_BATCHES at most).
+   * Those of an older revision are never served: the view holds its own.
    */
   private takeAhead(view: View, drawAhead: DrawAhead): ReadyEntry | undefined {
     const entry = view.ahead.pop();

@@ -1,3 +1,6 @@
+/** Where a waiting job stands: `first` before all, `new` (a request's own job) before `later` (continuing an answer). */
+export type JobOrder = 'first' | 'new' | 'later';
+
 /**
  * FairQueue runs jobs a few at a time, taking the waiting ones from their clients in turn instead of
  * in arrival order: a client with fifty jobs waiting delays another client's next job by one of its
@@ -15,9 +18,6 @@
  * batch of random picks drawn ahead), short by construction, so that those requests wait for the
  * jobs running only, and two such jobs read at once from a cold disk when nothing else is asked.
  */
-
-/** Where a waiting job stands: `first` before all, `new` (a request's own job) before `later` (continuing an answer). */
-export type JobOrder = 'first' | 'new' | 'later';
 export class FairQueue {
   /** Waiting jobs by client, each client's in arrival order; a client is here while it has any. */
   private readonly waiting = new Map<string, { start: () => void; order: JobOrder }[]>();
@@ -61,10 +61,10 @@ export class FairQueue {
   }
 
   /**
-   * dispatch starts waiting jobs while slots are free: a client that may run one more (or run past
-   * its share, as the class comment says) and whose next job is `first`; else the first client in turn that may run one more and whose next job is new,
-   * else the first in turn that may run one. A client served goes to the back of the turn (a Map
-   * keeps insertion order).
+   * dispatch starts waiting jobs while slots are free: a client whose next job is `first` and that
+   * may run one more (or go past its share, as the class comment says); else the first client in
+   * turn that may run one more and whose next job is new; else the first in turn that may run one.
+   * A client served goes to the back of the turn (a Map keeps insertion order).
    */
   private dispatch(): void {
     while (this.active < this.slots) {
