@@ -131,6 +131,9 @@ describe.skipIf(SKIP)('the web site in Chromium', () => {
     // "Another one" renders from the JSON API in the page: the same text, as text.
     await page.evaluate(() => (window.stayed = true));
     await page.getByRole('link', { name: 'Another one' }).click();
+    // The text is the same before and after (one entry); the swap is done when the stage is no longer
+    // busy, and only then is focus back on "Another one", not taken from the Report link below.
+    await expect.poll(() => page.locator('#stage[aria-busy]').count(), { timeout: 10_000 }).toBe(0);
     await expect.poll(() => page.locator('.entry-text').textContent()).toBe(HOSTILE);
     expect(await page.evaluate(() => window.stayed)).toBe(true);
     await expect.poll(() => page.locator('.entry-text script').count()).toBe(0);
