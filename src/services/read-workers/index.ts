@@ -259,8 +259,9 @@ export class ReadWorkers {
    * draws resolves random draws of the entry service ahead of the requests (EntryService.drawsAheadWith):
    * read and prepared in a worker, so that the event loop only takes them. Random requests wait for
    * the batch being drawn, so it goes first in the queue (a few milliseconds' work that answers
-   * hundreds of requests), within the share of the service's own client; with the queue full it is
-   * refused like any task, and the picks are made per request meanwhile.
+   * hundreds of requests), within the share of the service's own client, or on every thread while no
+   * other client waits (FairQueue); with the queue full it is refused like any task, and the picks
+   * are made per request meanwhile.
    */
   async draws(draws: readonly Draw[], variables: ServerVariables): Promise<Array<ReadyEntry | null>> {
     this.admit();
