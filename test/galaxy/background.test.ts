@@ -111,3 +111,29 @@ describe('the galaxy background thread on demand', () => {
     await expect.poll(served, { timeout: 10_000, interval: 100 }).toBe(33);
   });
 });
+
+describe('the galaxy background thread at a server\'s start', () => {
+  it('looks for work one interval after start, not at once, leaving the first requests the cores', async () => {
+    const asked: number[] = [];
+    const config = { galaxy: true } as unknown as ConstructorParameters<typeof GalaxyBackground>[0];
+    const background = new GalaxyBackground(config, pino({ level: 'silent' }), {
+      intervalMs: 400,
+      needsWork: async () => {
+        asked.push(performance.now());
+        return false;
+      },
+    });
+    const started = performance.now();
+    background.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(asked).toEqual([]);
+      await expect.poll(() => asked.length, { timeout: 5000, interval: 20 }).toBeGreaterThan(0);
+      // Timers may fire a millisecond early.
+      expect(asked[0]! - started).toBeGreaterThanOrEqual(390);
+      expect(background.running).toBe(false);
+    } finally {
+      await background.stop();
+    }
+  });
+});

@@ -64,12 +64,16 @@ export class GalaxyBackground {
     return this.worker !== null;
   }
 
-  /** start watches for work, and starts the thread when there is some (at once without `needsWork`). */
+  /**
+   * start watches for work, and starts the thread when there is some (at the first check without
+   * `needsWork`). The first check comes one interval after start, not at once: a server starts this
+   * as it begins to listen, and the thread's own start (its modules, its connection, its first reads)
+   * would take a core from the first requests and the entry service's first reads.
+   */
   start(): void {
     if (this.stopped || this.check !== null) return;
     this.check = setInterval(() => void this.startIfNeeded(), this.options.intervalMs ?? ROUND_INTERVAL_MS);
     this.check.unref();
-    void this.startIfNeeded();
   }
 
   private async startIfNeeded(): Promise<void> {
