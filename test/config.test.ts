@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, describeConfig, loadConfig, parseRateLimit } from '../src/config.ts';
+import { ConfigError, describeConfig, galaxyThreadsFor, loadConfig, parseRateLimit } from '../src/config.ts';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -144,5 +144,11 @@ describe('share card settings', () => {
     expect(problems.map((p) => p.split(' ')[0])).toEqual(['CARD_CACHE_BYTES', 'CARD_RENDER_THREADS', 'CARD_RENDER_QUEUE']);
     for (const bad of ['', '1.5MiB', '9999999999999g']) expect(problemsOf({ CARD_CACHE_BYTES: bad })[0]).toMatch(/^CARD_CACHE_BYTES/);
     expect(problemsOf({ CARD_RENDER_THREADS: '65' })[0]).toMatch(/^CARD_RENDER_THREADS/);
+  });
+});
+
+describe('galaxyThreadsFor', () => {
+  it('lays the galaxy out on one thread below four cores, on two from four', () => {
+    expect([1, 2, 3, 4, 8, 64].map(galaxyThreadsFor)).toEqual([1, 1, 1, 2, 2, 2]);
   });
 });
