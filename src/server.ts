@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
 import { describeConfig, type Config } from './config.ts';
 import { assertSchemaCurrent, migrate, openDatabase, type Database } from './db/database.ts';
+import { observeQuery } from './metrics/registry.ts';
 import { loadDemo } from './demo/load-demo.ts';
 import { createCardService } from './services/cards/index.ts';
 import { EntryService } from './services/entries/index.ts';
@@ -23,7 +24,7 @@ const PENDING_SCHEMAS_DELAY_MS = 1000;
 
 /** prepareDatabase opens the database and makes its schema current, as `serve` needs it. */
 export async function prepareDatabase(config: Config): Promise<{ database: Database; migrated: string[] }> {
-  const database = await openDatabase(config.database, { busyTimeoutMs: config.sqliteBusyTimeoutMs });
+  const database = await openDatabase(config.database, { busyTimeoutMs: config.sqliteBusyTimeoutMs, onQuery: observeQuery });
   try {
     // The embedded default is self-managing; a shared server is migrated explicitly (`nonsense migrate`),
     // so that several instances never race to change its schema.

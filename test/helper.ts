@@ -11,6 +11,7 @@ import pg from 'pg';
 import { buildApp } from '../src/app.ts';
 import { loadConfig, type Config } from '../src/config.ts';
 import { migrate, openDatabase, type Database } from '../src/db/database.ts';
+import { observeQuery } from '../src/metrics/registry.ts';
 import { loadDemo } from '../src/demo/load-demo.ts';
 import { createCardService, type CardService } from '../src/services/cards/index.ts';
 import { createStorage, type Storage, type StorageOptions } from '../src/storage/index.ts';
@@ -92,7 +93,7 @@ export async function createTestApp(options: TestOptions = {}): Promise<TestCont
     ODATA_TIME_BUDGET: 'off',
     ...options.env,
   });
-  const database = await openDatabase(config.database, { busyTimeoutMs: config.sqliteBusyTimeoutMs });
+  const database = await openDatabase(config.database, { busyTimeoutMs: config.sqliteBusyTimeoutMs, onQuery: observeQuery });
   await migrate(database);
   const storage = createStorage(database, options);
   if (options.demo) await loadDemo(storage);

@@ -3,9 +3,9 @@
  * `Database` and never learns which engine is underneath.
  */
 import fs from 'node:fs';
-import { Kysely, Migrator, sql, type LogEvent } from 'kysely';
+import { Kysely, Migrator, sql, type KyselyConfig } from 'kysely';
 import type { DatabaseTarget } from '../config.ts';
-import { observeQuery, type DatabaseStats } from '../metrics/registry.ts';
+import type { DatabaseStats } from '../metrics/registry.ts';
 import type { EngineQuirks } from './dialects/quirks.ts';
 import { connectionFailure, openPostgres, postgresQuirks } from './dialects/postgres.ts';
 import { openSqlite, sqliteQuirks, sqliteReadNow } from './dialects/sqlite.ts';
@@ -41,8 +41,9 @@ export type { BulkWriteOptions, BulkWrites };
 /** What PostgreSQL's writers call around their transactions: nothing to do. */
 const NO_BULK_SETTINGS: BulkWrites = { beforeBatch: async () => {}, afterBatch: () => {}, end: async () => {} };
 
-/** Every query's time goes to the metrics; Kysely measures it only when a logger is set. */
-const timeQueries = (event: LogEvent) => observeQuery(event.queryDurationMillis, event.level === 'error');
+/** Kysely measures a query's time only when a logger is set: only then is one set. */
+const timing = (onQuery: OpenOptions['onQuery']): Pick<KyselyConfig, 'log'> =>
+  onQuery === undefined ? {} : { log: (event) => onQuery(event.queryDurationMillis, event.level === 'error') };
 
 function fileSize(file: string): number {
   try {
@@ -65,6 +66,11 @@ export class SchemaOutdatedError extends Error {
 export interface OpenOptions {
   /** SQLite: how long a write waits for a lock held by another process (default 5 s). */
   busyTimeoutMs?: number;
+  /**
+   * Called with every query's time in milliseconds and whether it failed: the server passes its
+   * metrics' observer. Threads and commands leave it out, and with it the metrics' modules.
+   */
+  onQuery?: (ms: number, failed: boolean) => void;
 }
 
 /**
@@ -91,7 +97,7 @@ export async function openDatabase(target: DatabaseTarget, options: OpenOptions 
       throw new DatabaseConnectionError((error as Error).message, { cause: error });
     }
     const { dialect, raw } = handle;
-    const db = new Kysely<DB>({ dialect, log: timeQueries });
+    const db = new Kysely<DB>({ dialect, ...timing(options.onQuery) });
     const readNow = sqliteReadNow(raw);
     return {
       db,
@@ -114,7 +120,7 @@ export async function openDatabase(target: DatabaseTarget, options: OpenOptions 
   // (a query running, a transaction open) is emitted as an 'error' on that client, which with no
   // listener would crash the process; the query itself fails anyway and the pool discards the client.
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<DB>({ dialect, log: timeQueries });
+  const db = new Kysely<DB>({ dialect, ...timing(options.onQuery) });
   try {
     await sql`select 1`.execute(db);
   } catch (error) {

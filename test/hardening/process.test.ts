@@ -92,7 +92,10 @@ describe('a real server process', { timeout: 60_000 }, () => {
     const admin = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     expect((await fetch(`${server.base}/api/v1/admin/nonsense`, { method: 'POST', headers: admin, body: JSON.stringify({ text: 'Logged write' }) })).status).toBe(201);
     expect((await fetch(`${server.base}/api/v1/admin/reports`, { headers: { authorization: 'Bearer wrong-hunter2-token' } })).status).toBe(401);
-    expect((await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer metrics-hunter2-0123456789' } })).status).toBe(200);
+    const scraped = await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer metrics-hunter2-0123456789' } });
+    expect(scraped.status).toBe(200);
+    // The served process times its queries (the server hands its observer to the database).
+    expect(await scraped.text()).toMatch(/^nonsense_db_query_duration_seconds_count\{outcome="ok"\} [1-9]/m);
     expect((await fetch(`${server.base}/metrics`, { headers: { authorization: 'Bearer bad-hunter2-guess-0000' } })).status).toBe(401);
     server.child.kill('SIGTERM');
     await server.exited;
