@@ -5,11 +5,12 @@
 // First: it must run before the first full garbage collection (runtime/tick-shape.ts).
 import './runtime/tick-shape.ts';
 import fs from 'node:fs';
+import os from 'node:os';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Command, Option } from 'commander';
 import type { Counts } from './backup/format.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, galaxyCommandThreadsFor, loadConfig, parseGalaxyThreads, type Config } from './config.ts';
 import { migrate, openDatabase } from './db/database.ts';
 import { loadDemo } from './demo/load-demo.ts';
 import { EXPORT_FORMATS, exportSelection, type ExportParams } from './domain/export-params.ts';
@@ -172,21 +173,39 @@ program
   .command('galaxy')
   .description('bring the galaxy (GET /api/v1/nonsense/galaxy) up to date now: place new entries, or lay it all out anew when needed')
   .option('--refit', 'lay out every entry anew, however little changed')
-  .action(async (options: { refit?: boolean }) => {
+  .option('--threads <count>', 'threads a full layout places entries on, 1 to 16 (default: GALAXY_THREADS when set, else one a core up to 8)')
+  .action(async (options: { refit?: boolean; threads?: string }) => {
+    const threads = galaxyCommandThreads(options.threads);
     const started = Date.now();
     const { GalaxyComputer } = await import('./services/galaxy/compute.ts');
     const result = await withStorage((storage) =>
       new GalaxyComputer(storage.database, {
         log: (message, details) => console.error(`${message}${details ? ` ${JSON.stringify(details)}` : ''}`),
-        threads: config().galaxyThreads,
+        threads,
       }).run({ refit: options.refit === true }),
     );
     if (result.action === 'busy') throw new UsageError('Another process is laying out the galaxy right now; it will store the result. Try again later.');
-    console.log(describeRound(result, (Date.now() - started) / 1000));
+    console.log(describeRound(result, (Date.now() - started) / 1000, threads));
   });
 
+/**
+ * galaxyCommandThreads: the threads of `nonsense galaxy`. `--threads` first, then GALAXY_THREADS, else
+ * every core up to 8: unlike the server's background layout, the command has no requests to leave
+ * cores for.
+ */
+function galaxyCommandThreads(option: string | undefined): number {
+  if (option !== undefined) {
+    try {
+      return parseGalaxyThreads(option);
+    } catch (error) {
+      throw new UsageError(`--threads ${(error as Error).message}.`);
+    }
+  }
+  return process.env.GALAXY_THREADS === undefined ? galaxyCommandThreadsFor(os.availableParallelism()) : config().galaxyThreads;
+}
+
 /** describeRound says in a line what a galaxy round did. */
-function describeRound(result: Exclude<RoundResult, { action: 'busy' }>, seconds: number): string {
+function describeRound(result: Exclude<RoundResult, { action: 'busy' }>, seconds: number, threads: number): string {
   const took = `in ${seconds.toFixed(1)} s`;
   switch (result.action) {
     case 'none':
@@ -200,7 +219,7 @@ function describeRound(result: Exclude<RoundResult, { action: 'busy' }>, seconds
         ? `Laid out ${result.points} entries ${took}, but another process stored a newer layout meanwhile; that one is kept.`
         : result.sample === result.points
           ? `Laid out ${result.points} entries ${took}.`
-          : `Laid out ${result.points} entries (UMAP fitted on ${result.sample}, the rest placed into that layout) ${took}.`;
+          : `Laid out ${result.points} entries (UMAP fitted on ${result.sample}, the rest placed into that layout on ${threads === 1 ? 'one thread' : `${threads} threads`}) ${took}.`;
   }
 }
 

@@ -296,8 +296,17 @@ export function galaxyThreadsFor(cores: number): number {
   return cores >= 4 ? 2 : 1;
 }
 
+/**
+ * The layout's threads of `nonsense galaxy` on `cores` cores when neither `--threads` nor
+ * GALAXY_THREADS says: one a core, up to 8 (about 45 MiB each). The command answers no requests, and
+ * its helper threads run below request handling in priority, so a server beside it still answers first.
+ */
+export function galaxyCommandThreadsFor(cores: number): number {
+  return Math.min(8, Math.max(1, cores));
+}
+
 /** Parses `auto` (galaxyThreadsFor) or a number of threads from 1 to 16, for the galaxy's layout. */
-function parseGalaxyThreads(raw: string): number {
+export function parseGalaxyThreads(raw: string): number {
   const value = raw.trim().toLowerCase();
   if (value === 'auto') return galaxyThreadsFor(os.availableParallelism());
   if (!/^\d{1,2}$/.test(value) || Number(value) < 1 || Number(value) > 16) throw new Error(`must be "auto" or a number from 1 to 16, got "${raw}"`);

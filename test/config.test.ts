@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, describeConfig, galaxyThreadsFor, loadConfig, parseRateLimit } from '../src/config.ts';
+import { ConfigError, describeConfig, galaxyCommandThreadsFor, galaxyThreadsFor, loadConfig, parseRateLimit } from '../src/config.ts';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -150,5 +150,9 @@ describe('share card settings', () => {
 describe('galaxyThreadsFor', () => {
   it('lays the galaxy out on one thread below four cores, on two from four', () => {
     expect([1, 2, 3, 4, 8, 64].map(galaxyThreadsFor)).toEqual([1, 1, 1, 2, 2, 2]);
+  });
+
+  it('lays it out on every core up to 8 for the command, which answers no requests', () => {
+    expect([1, 2, 3, 4, 8, 64].map(galaxyCommandThreadsFor)).toEqual([1, 2, 3, 4, 8, 8]);
   });
 });

@@ -65,6 +65,15 @@ describe('nonsense command line', () => {
     expect((await nonsense(['galaxy'], env)).stdout).toMatch(/The galaxy is up to date/);
   });
 
+  it('takes the layout threads from --threads, and refuses a count out of range', async () => {
+    const refused = await nonsense(['galaxy', '--refit', '--threads', '17'], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/--threads must be "auto" or a number from 1 to 16, got "17"/);
+    const laid = await nonsense(['galaxy', '--refit', '--threads', '2'], env);
+    expect(laid.code).toBe(0);
+    expect(laid.stdout).toMatch(/^Laid out \d{3} entries in [\d.]+ s\.$/m);
+  });
+
   it('exports the same bytes as the HTTP export, and imports them elsewhere', async () => {
     const result = await nonsense(['export', '--format', 'csv', '--q', 'cat', '--after', '1600000000'], env);
     expect(result.code).toBe(0);
