@@ -173,7 +173,7 @@ program
   .command('galaxy')
   .description('bring the galaxy (GET /api/v1/nonsense/galaxy) up to date now: place new entries, or lay it all out anew when needed')
   .option('--refit', 'lay out every entry anew, however little changed')
-  .option('--threads <count>', 'threads a full layout places entries on, 1 to 16 (default: GALAXY_THREADS when set, else one a core up to 8)')
+  .option('--threads <count>', 'threads a full layout places entries on: 1 to 16, or auto as the server chooses (default: GALAXY_THREADS when set, else one a core up to 8)')
   .action(async (options: { refit?: boolean; threads?: string }) => {
     const threads = galaxyCommandThreads(options.threads);
     const started = Date.now();
