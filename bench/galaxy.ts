@@ -3,8 +3,8 @@
  * test/galaxy/corpus.ts) is laid out by `nonsense galaxy` (compiled, under the background thread's heap
  * limit), then
  *
- * - layout: wall and CPU time (of all its threads: GALAXY_THREADS as set, else one a core up to 8), CPU per
- *   star, and the computing process's peak RSS against a baseline process that opens the same
+ * - layout: wall and CPU time (of all its threads: GALAXY_THREADS as set, else one a core up to 8),
+ *   CPU per star, and the computing process's peak RSS against a baseline process that opens the same
  *   database and does nothing (`nonsense token list`);
  * - placement: 100 new entries placed into the stored layout by a new process (model read back first);
  * - serving (`nonsense serve`, GALAXY=off): the galaxy CSV and JSON streamed from the stored answer,

@@ -329,10 +329,10 @@ async function measureService(db: ScaleDatabase): Promise<Row[]> {
     const afterMixed = memory(service.pid).rss;
     const peak = memory(service.pid).peak;
     // The galaxy's threads add to the figure while they lay out every entry (a database without a stored layout).
-    const galaxyState = process.env.SCALE_GALAXY === 'off' ? 'GALAXY=off' : galaxyCsv.status === 503 ? 'a first layout running' : 'the layout stored';
     // A first layout is a passing peak, like a start or a cache refresh: the steady bound is for the
     // service once the layout is stored (docs/decisions.md, "The galaxy").
-    const laying = galaxyState === 'a first layout running';
+    const laying = process.env.SCALE_GALAXY !== 'off' && galaxyCsv.status === 503;
+    const galaxyState = process.env.SCALE_GALAXY === 'off' ? 'GALAXY=off' : laying ? 'a first layout running' : 'the layout stored';
     row(
       `RSS after start / after ${MIXED_SECONDS} s of mixed reads / peak (${galaxyState})`,
       `${mib(afterStart)} / ${mib(afterMixed)} / ${mib(peak)} (${load.rps.toFixed(0)} req/s, ${load.errors} refused or failed)`,
