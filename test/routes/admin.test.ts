@@ -1,6 +1,7 @@
 import fs from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEMO_DIR } from '../../src/demo/load-demo.ts';
+import { textKey } from '../../src/domain/text.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 
 const first = entry('First entry for the moderators.', 1_700_000_000, 'ffffffff-0000-4000-8000-000000000001');
@@ -50,6 +51,27 @@ describe('admin API', () => {
   });
 
   describe('entries', () => {
+    it.runIf(process.env.TEST_DATABASE !== 'postgres')('has each write read the pages it touches in a read worker first, and not wait long for that', async () => {
+      const warm = vi.spyOn(t.app.readWorkers!, 'warm');
+      try {
+        const created = (await admin('POST', '/nonsense', { text: 'Warmed before it is written.' })).json();
+        expect(warm).toHaveBeenLastCalledWith({ textKey: textKey('Warmed before it is written.') });
+        expect((await admin('PATCH', `/nonsense/${created.uuid}`, { state: 'hidden' })).statusCode).toBe(200);
+        expect(warm).toHaveBeenLastCalledWith({ uuid: created.uuid });
+        expect((await admin('PATCH', `/nonsense/${created.uuid}`, { text: 'Warmed once more.' })).statusCode).toBe(200);
+        expect(warm).toHaveBeenLastCalledWith({ uuid: created.uuid, textKey: textKey('Warmed once more.') });
+        // A warming read that never ends holds the write a quarter of a second, no more.
+        warm.mockImplementation(() => new Promise(() => {}));
+        const started = performance.now();
+        expect((await admin('DELETE', `/nonsense/${created.uuid}`)).statusCode).toBe(204);
+        expect(warm).toHaveBeenLastCalledWith({ uuid: created.uuid });
+        expect(performance.now() - started).toBeLessThan(5000);
+        expect((await admin('GET', `/nonsense/${created.uuid}`)).statusCode).toBe(404);
+      } finally {
+        warm.mockRestore();
+      }
+    });
+
     it('creates an entry, bumps the revision and logs who did it', async () => {
       const before = await revision();
       const res = await admin('POST', '/nonsense', { text: '  A brand new $ANIMAL$ entry  ', timestamp: 1_700_000_500 });

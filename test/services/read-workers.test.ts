@@ -9,6 +9,7 @@ import { EXPORT_PAGE_SIZE, exportPageSize, serializeExport } from '../../src/for
 import { TimeLimitError } from '../../src/db/time-limit.ts';
 import { parseFilter, parseOrderBy } from '../../src/domain/odata/expression.ts';
 import { ReadWorkers } from '../../src/services/read-workers/index.ts';
+import { textKey } from '../../src/domain/text.ts';
 import { runODataRead, type ODataRead } from '../../src/storage/odata-reads.ts';
 import { createTestApp, entry, type TestContext } from '../helper.ts';
 import { mulberry32 } from '../seeded-random.ts';
@@ -117,6 +118,15 @@ describe.runIf(sqlite)('the read workers', () => {
     } finally {
       await two.close();
     }
+  });
+
+  it('reads the pages an admin write is about to touch: its row, its places in the state index, its block, a text key', async () => {
+    const [listed] = await t.storage.entryQuery.list({ limit: 1 });
+    const { uuid, text } = listed!;
+    expect(await workers.warm({ uuid })).toBe(3);
+    expect(await workers.warm({ uuid, textKey: textKey(text) })).toBe(4);
+    expect(await workers.warm({ textKey: textKey('No entry says this.') })).toBe(0);
+    expect(await workers.warm({ uuid: 'ffffffff-ffff-4fff-8fff-ffffffffffff' })).toBe(0);
   });
 
   it('reads OData in the worker as on the event loop, and charges its database time, failures included', async () => {

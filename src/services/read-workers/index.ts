@@ -14,7 +14,8 @@
  * thread at once while another waits. A new request's task (a search page, an export's first page)
  * goes before the tasks that continue answers (the later pages of exports and walks), so that it
  * waits for the tasks running only: with an export's pages bounded (EntryQuery.listPage), not long.
- * A batch of random picks drawn ahead (draws) goes before both, as random requests wait for it.
+ * A batch of random picks drawn ahead (draws) goes before both, as random requests wait for it, and
+ * so do the reads that warm the pages of an admin write (warm).
  * The threads start with the first task and exit after a minute without one.
  *
  * The queue is bounded: when READ_WORKER_QUEUE tasks already wait, a new export, search or OData
@@ -38,7 +39,8 @@ import { FairQueue, type JobOrder } from './fair-queue.ts';
 import { PageSlots, SLOTTED_PAGE } from './page-slots.ts';
 import { entryJsonFromWire } from '../../formats/entry.ts';
 import type { Draw, ReadyEntry } from '../entries/index.ts';
-import type { DrawnEntry, DrawTask, ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask } from './worker.ts';
+import type { DrawnEntry, DrawTask, ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask, WarmTask } from './worker.ts';
+import type { WriteKeys } from '../../storage/entries.ts';
 
 /** An idle worker exits after this long; the next task waits ~100 ms for a new one. */
 const IDLE_TIMEOUT_MS = 60_000;
@@ -65,6 +67,9 @@ const ANYONE = '';
 
 /** Whom the entry service's random draws are read for: a client of their own, in turn with the others. */
 const DRAWS_CLIENT = 'entry service: random draws';
+
+/** Whom the admin writes' page warming is read for (warm). */
+const WRITES_CLIENT = 'entry writes: pages warmed';
 
 /** How a caller names the client a task is for, and, for an export, what its response holds unsent. */
 export interface TaskOptions {
@@ -270,6 +275,16 @@ export class ReadWorkers {
   }
 
   /**
+   * warm reads the pages an admin write is about to touch (storage/entries.ts PageWarmer), first in the
+   * queue: a write waits for it. With the queue full it reads nothing, and the write goes on unwarmed.
+   * It says how many rows it read.
+   */
+  async warm(keys: WriteKeys): Promise<number> {
+    if (this.queue.size >= this.waiting + this.threads) return 0;
+    return this.run<number>(WRITES_CLIENT, 'warmTask', { file: this.file, ...keys } satisfies WarmTask, { order: 'first' });
+  }
+
+  /**
    * run runs a task of worker.ts (`name`: its export) for `client` in its turn, and turns a failure
    * back into an error of its kind (after telling `failed`). A `later` task continues an answer (an
    * export's or a walk's next page): a new request's task goes before it, and a `first` one before
@@ -277,8 +292,8 @@ export class ReadWorkers {
    */
   private async run<T>(
     client: string,
-    name: 'default' | 'searchTask' | 'listTask' | 'odataTask' | 'drawTask',
-    task: PageTask | SearchTask | ListTask | ODataTask | DrawTask,
+    name: 'default' | 'searchTask' | 'listTask' | 'odataTask' | 'drawTask' | 'warmTask',
+    task: PageTask | SearchTask | ListTask | ODataTask | DrawTask | WarmTask,
     { order = 'new', failed }: { order?: JobOrder; failed?: (failure: PageFailure) => void } = {},
   ): Promise<T> {
     const queued = performance.now();

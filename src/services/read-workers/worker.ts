@@ -3,7 +3,8 @@
  * one page of an export, written as a piece of the export file (formats/export.ts) in UTF-8 bytes for
  * the main thread to send as they are (the default export); a page of the search page (searchTask);
  * a list of entries (listTask); a read of the OData interface (odataTask); random picks drawn
- * ahead of the requests, read and prepared as their JSON (drawTask).
+ * ahead of the requests, read and prepared as their JSON (drawTask); the pages an admin write is
+ * about to touch, read so that the write finds them in memory (warmTask).
  */
 import type SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
@@ -13,7 +14,7 @@ import type { ExportFormat } from '../../domain/export-params.ts';
 import type { EntryCursor, EntryFilter } from '../../domain/entry-selection.ts';
 import { mathRandomPick, type ServerVariables } from '../../domain/variables.ts';
 import { asciiBytesOf, entryJsonEncoder, entryJsonToWire, type EntryJsonWire } from '../../formats/entry.ts';
-import { EntryReadsNow } from '../../storage/entries.ts';
+import { COUNT_BLOCK, EntryReadsNow } from '../../storage/entries.ts';
 import { idsToTry, resolveDraw, type Draw } from '../entries/draws.ts';
 import { csvLines, exportPage, pagePick, storedLineCursor, type ExportRow, type StoredLine } from '../../formats/export.ts';
 import { runODataRead, type ODataAnswer, type ODataRead } from '../../storage/odata-reads.ts';
@@ -78,6 +79,8 @@ interface Reader {
   raw: SQLite.Database;
   /** The point reads of random draws, made with the first draw task. */
   now?: EntryReadsNow;
+  /** The reads of warmTask, prepared with the first. */
+  warm?: WarmStatements;
   /**
    * The statements of export pages, by what shapes them: the filter, the format's columns, whether a
    * cursor and an end (EntryQuery.scanBound) are given, and how the term is matched; and the
@@ -282,6 +285,51 @@ export async function drawTask(task: DrawTask): Promise<DrawnEntry[] | PageFailu
       const json = encode(stored);
       return { json: entryJsonToWire(json), asciiBytes: asciiBytesOf(json) };
     });
+  } catch (error) {
+    return failure(error);
+  }
+}
+
+/** The rows an admin write is about to touch (storage/entries.ts WriteKeys). */
+export interface WarmTask {
+  file: string;
+  uuid?: string;
+  textKey?: string;
+}
+
+interface WarmStatements {
+  byUuid: SQLite.Statement<[string], { id: number; created_at: number }>;
+  /** Both places of the entry in the state index: where it is, and where a hide or a show puts it. */
+  stateIndex: SQLite.Statement<[number, string], unknown>;
+  block: SQLite.Statement<[number], unknown>;
+  byTextKey: SQLite.Statement<[string], unknown>;
+}
+
+/**
+ * warmTask reads the pages an admin write is about to touch (its entry's row by uuid, the entry's
+ * places in the state index, its block's count, the text key's place in its index) and says how many
+ * rows it found; what it reads is thrown away, as the kernel's page cache keeps the pages for the write.
+ */
+export function warmTask(task: WarmTask): number | PageFailure {
+  try {
+    const read = reader(task.file);
+    const raw = read.raw;
+    const statements = (read.warm ??= {
+      byUuid: raw.prepare('select id, created_at from entries where uuid = ?'),
+      stateIndex: raw.prepare("select 1 from entries indexed by entries_state_created where state in ('visible', 'hidden') and created_at = ? and uuid = ?"),
+      block: raw.prepare(`select visible from entry_counts where block = ?`),
+      byTextKey: raw.prepare('select 1 from entries where text_key = ?'),
+    });
+    let found = 0;
+    if (task.uuid !== undefined) {
+      const row = statements.byUuid.get(task.uuid);
+      if (row !== undefined) {
+        found += 1 + statements.stateIndex.all(row.created_at, task.uuid).length;
+        found += statements.block.all(Math.floor(row.id / COUNT_BLOCK)).length;
+      }
+    }
+    if (task.textKey !== undefined) found += statements.byTextKey.all(task.textKey).length;
+    return found;
   } catch (error) {
     return failure(error);
   }
