@@ -531,6 +531,32 @@ describe('a random request while a batch is being drawn', () => {
     expect(sizes.slice(0, 2)).toEqual([32, 64]);
   });
 
+  it('draws the first batch when warmed, at a start and after each change, before a random request asks', async () => {
+    const many = Array.from({ length: 50 }, (_, n) => entry(`Early entry ${n}.`, 1_700_000_000 + n, uuidOf(n)));
+    t = await createTestApp({ entries: many });
+    const service = serviceOf(t.storage, 0);
+    const gate = gatedDraws(t, service);
+    service.warm();
+    await until(async () => gate.pending.length === 1);
+    expect(gate.pending[0]!.draws).toHaveLength(32);
+    gate.release();
+    expect(await service.random(seededPick('early'))).not.toBeNull();
+    expect(gate.onRequest.reads).toBe(0);
+    // The next batch, drawn as the first ran low, is let go before the change.
+    await until(async () => {
+      gate.release();
+      return service.stats().ahead > 32;
+    });
+    // A change: the next warm draws the new revision's first batch, and only one.
+    await t.storage.entries.update(many[0]!.uuid, { state: 'hidden' }, 'test');
+    service.warm();
+    service.warm();
+    await until(async () => gate.pending.length > 0);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(gate.pending.map((batch) => batch.draws.length)).toEqual([32]);
+    gate.release();
+  });
+
   it('reads its pick on request when the batches are refused', async () => {
     const many = Array.from({ length: 50 }, (_, n) => entry(`Refused entry ${n}.`, 1_700_000_000 + n, uuidOf(n)));
     t = await createTestApp({ entries: many });

@@ -125,9 +125,15 @@ export class EntryService {
     this.drawAhead = drawAhead;
   }
 
-  /** warm brings the service to the current revision and starts filling the cache, without waiting. */
+  /**
+   * warm brings the service to the current revision and starts filling the cache, without waiting;
+   * where picks are drawn ahead, it draws the revision's first batch at once, so that the first random
+   * request after a start or a change finds it drawn or under way (the read workers started too).
+   */
   warm(): void {
-    this.current().catch(() => {});
+    this.current()
+      .then((view) => this.drawFirst(view))
+      .catch(() => {});
   }
 
   // The answers from memory alone, for the fast lane: undefined leaves the request to the routes.
@@ -330,6 +336,14 @@ export class EntryService {
     const { count } = await this.storage.entries.status();
     const mean = page.reduce((sum, entry) => sum + entry.bytes, 0) / page.length;
     return count * mean <= this.hot.budget;
+  }
+
+  /** drawFirst draws a view's first batch ahead, unless the cache holds every entry or a batch is drawn or under way. */
+  private async drawFirst(view: View): Promise<void> {
+    const unneeded = () => this.drawAhead === undefined || this.hot.complete || view.ahead.length > 0 || view.drawingAhead > 0 || this.view !== view;
+    if (unneeded()) return;
+    const blocks = await this.blocksOf(view);
+    if (!unneeded() && blocks.total > 0) this.drawMore(view, blocks, this.drawAhead!);
   }
 
   private drawMore(view: View, blocks: VisibleBlocks, drawAhead: DrawAhead): void {
