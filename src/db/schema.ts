@@ -161,10 +161,17 @@ export interface EntryCountTable {
   visible: number;
 }
 
+export interface EntryTimeCountTable {
+  /** created_at >> 16: a span of 65,536 seconds. */
+  span: number;
+  visible: number;
+}
+
 export interface DB {
   changes: ChangeTable;
   entries: EntryTable;
   entry_counts: EntryCountTable;
+  entry_time_counts: EntryTimeCountTable;
   variables: VariableTable;
   emojis: EmojiTable;
   meta: MetaTable;

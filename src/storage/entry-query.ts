@@ -167,6 +167,11 @@ function totalOrder(order: readonly EntryOrderKey[] | undefined): EntryOrderKey[
   return keys;
 }
 
+/** Offsets from which a list in the timestamp order is started at its span of time (skipByCounts) instead of walked to. */
+export const SKIP_BY_COUNTS_FROM = 10_000;
+/** The seconds of a span of `entry_time_counts` (migration 0010): 2^16. */
+const SPAN_SECONDS = 65_536;
+
 export class EntryQuery {
   /** What the search index found per term (textPlan): how many, up to FEW_MATCHES + 1. */
   private readonly plans = new Map<string, { found: number | null; until: number }>();
@@ -426,6 +431,52 @@ export class EntryQuery {
       // event loop for the whole walk; between pages, every other request gets its turn.
       await giveWay();
     }
+  }
+
+  /**
+   * skipByCounts makes a large offset small where the list selects every visible entry (no term, no
+   * condition, no range, no cursor) in an order that starts with the timestamp: the counts of
+   * visible entries per span of time (migration 0010) tell the span the offset falls in and how many
+   * come before it, and the list then starts at that span's first second with the rest of the offset,
+   * which walks one span at most instead of every entry before it. The same entries as the walk, and
+   * the same query where the shortcut does not apply or would not pay (an offset under
+   * SKIP_BY_COUNTS_FROM).
+   */
+  async skipByCounts(query: EntryListQuery, db = this.db): Promise<EntryListQuery> {
+    const offset = query.offset ?? 0;
+    const { state = 'visible', ...narrowing } = query.filter ?? {};
+    const first = totalOrder(query.order)[0]!;
+    const applies =
+      offset >= SKIP_BY_COUNTS_FROM &&
+      state === 'visible' &&
+      Object.values(narrowing).every((value) => value === undefined || value === '' || value === false) &&
+      query.where === undefined &&
+      query.range === undefined &&
+      query.after === undefined &&
+      query.until === undefined &&
+      'column' in first &&
+      first.column === 'created_at';
+    if (!applies) return query;
+    const oldestFirst = first.direction === 'asc';
+    const spans = await db
+      .selectFrom('entry_time_counts')
+      .select(['span', 'visible'])
+      .where('visible', '>', 0)
+      .orderBy('span', oldestFirst ? 'asc' : 'desc')
+      .execute();
+    let before = 0;
+    let span: number | undefined;
+    for (const row of spans) {
+      span = Number(row.span);
+      const visible = Number(row.visible);
+      if (before + visible > offset) break;
+      before += visible;
+      // Past the last span: the range starts beyond every entry, and the list is empty.
+      span += oldestFirst ? 1 : -1;
+    }
+    if (span === undefined) return query;
+    const range = oldestFirst ? { from: span * SPAN_SECONDS } : { to: (span + 1) * SPAN_SECONDS - 1 };
+    return { ...query, range, offset: offset - before };
   }
 
   /**

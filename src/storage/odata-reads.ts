@@ -62,7 +62,9 @@ export async function runODataRead<R extends ODataRead>(
   variableTokens: readonly string[],
   read: R,
 ): Promise<ODataAnswer<R>> {
-  const query = listQueryOf(read.selection, { quirks, variableTokens });
+  const compiled = listQueryOf(read.selection, { quirks, variableTokens });
+  // A deep `$skip` in the timestamp order starts at its span of time, told by the counts; a walk's later page has no offset.
+  const query = read.kind === 'count' || (read.kind === 'page' && read.resume !== undefined) ? compiled : await entries.skipByCounts(compiled);
   switch (read.kind) {
     case 'list':
       return (await entries.list({ ...query, limit: read.limit, timeLimitMs: read.timeLimitMs })) as ODataAnswer<R>;

@@ -47,7 +47,7 @@ describe('nonsense command line', () => {
   });
 
   it('migrates, then reports the schema up to date', async () => {
-    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 9 migration\(s\): 0001-initial, 0002-search-index, 0003-moderation, 0004-long-text-keys, 0005-galaxy, 0006-changes, 0007-entry-counts, 0008-galaxy-answers, 0009-entry-counts-by-statement/);
+    expect((await nonsense(['migrate'], env)).stdout).toMatch(/Applied 10 migration\(s\): 0001-initial, 0002-search-index, 0003-moderation, 0004-long-text-keys, 0005-galaxy, 0006-changes, 0007-entry-counts, 0008-galaxy-answers, 0009-entry-counts-by-statement, 0010-entry-counts-by-time/);
     expect((await nonsense(['migrate'], env)).stdout).toMatch(/up to date/);
   });
 
@@ -166,7 +166,7 @@ describe('messages people can act on', () => {
     fs.mkdirSync(cwd);
     const { DATABASE_URL: _inherited, ...withoutUrl } = parentEnv;
     const result = await runWithout(['migrate'], withoutUrl, cwd);
-    expect(result.stdout).toMatch(/Applied 9 migration/);
+    expect(result.stdout).toMatch(/Applied 10 migration/);
     expect(fs.existsSync(path.join(cwd, 'data', 'nonsense.db'))).toBe(true);
   });
 

@@ -614,9 +614,12 @@ describe('the status count', () => {
         uuid: uuidOf(n), text: `Stored before ${n}.`, text_key: `stored before ${n}.`, created_at: n, state: n % 4 === 0 ? 'hidden' : 'visible', updated_at: 0,
       }));
       for (let i = 0; i < rows.length; i += 500) await database.db.insertInto('entries').values(rows.slice(i, i + 500) as never).execute();
-      expect(await migrate(database)).toEqual(['0007-entry-counts', '0008-galaxy-answers', '0009-entry-counts-by-statement']);
+      expect(await migrate(database)).toEqual(['0007-entry-counts', '0008-galaxy-answers', '0009-entry-counts-by-statement', '0010-entry-counts-by-time']);
       const storage = createStorage(database);
       expect((await storage.entries.status()).count).toBe(6750);
+      // And per span of time (migration 0010): every timestamp here is in the first span.
+      const spans = await database.db.selectFrom('entry_time_counts').select(['span', 'visible']).execute();
+      expect(spans.map((row) => [Number(row.span), Number(row.visible)])).toEqual([[0, 6750]]);
       const blocks = await storage.entries.visibleBlocks();
       expect(blocks.total).toBe(6750);
       expect([...blocks.blocks]).toEqual([0, 1, 2]);
@@ -636,7 +639,7 @@ describe('the status count', () => {
       // Counts gone wrong before the migration: it replaces them with a count of the entries.
       await db.updateTable('entry_counts').set({ visible: sql`visible + 5` }).execute();
       await db.insertInto('entry_counts').values({ block: 40, visible: 3 }).execute();
-      expect(await migrate(database)).toEqual(['0009-entry-counts-by-statement']);
+      expect(await migrate(database)).toEqual(['0009-entry-counts-by-statement', '0010-entry-counts-by-time']);
       expect(Object.keys(await expectExactCounts(db))).toEqual(['0', '1', '2']);
       const { rows } = await sql<{ tgname: string }>`select tgname from pg_trigger
         where tgrelid = 'entries'::regclass and tgname like 'entry_counts%' order by tgname`.execute(db);

@@ -13,6 +13,7 @@ import * as m0006 from './0006-changes.ts';
 import * as m0007 from './0007-entry-counts.ts';
 import * as m0008 from './0008-galaxy-answers.ts';
 import * as m0009 from './0009-entry-counts-by-statement.ts';
+import * as m0010 from './0010-entry-counts-by-time.ts';
 
 export const MIGRATIONS: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -24,6 +25,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0007-entry-counts': m0007,
   '0008-galaxy-answers': m0008,
   '0009-entry-counts-by-statement': m0009,
+  '0010-entry-counts-by-time': m0010,
 };
 
 export const migrationProvider: MigrationProvider = {
