@@ -129,6 +129,14 @@ describe.runIf(sqlite)('the read workers', () => {
     expect(await workers.warm({ uuid: 'ffffffff-ffff-4fff-8fff-ffffffffffff' })).toBe(0);
   });
 
+  it('starts no thread for a task asked for once closed (a random batch during a shutdown)', async () => {
+    const late = ReadWorkers.forDatabase(t.config.database)!;
+    const [listed] = await t.storage.entryQuery.list({ limit: 1 });
+    expect(await late.warm({ uuid: listed!.uuid })).toBe(3);
+    await late.close();
+    await expect(late.warm({ uuid: listed!.uuid })).rejects.toThrow(/closed/);
+  });
+
   it('reads OData in the worker as on the event loop, and charges its database time, failures included', async () => {
     const selection = { filter: parseFilter("substringof('1',nonsense)"), orderBy: parseOrderBy('nonsense desc') };
     const tokens = [...variables.keys()];

@@ -338,9 +338,12 @@ export class EntryService {
     return count * mean <= this.hot.budget;
   }
 
-  /** drawFirst draws a view's first batch ahead, unless the cache holds every entry or a batch is drawn or under way. */
+  /**
+   * drawFirst draws a view's first batch ahead, unless the cache holds every entry or may yet (a fill
+   * under way: it ends by drawing, when the entries turn out not to fit), or a batch is drawn or under way.
+   */
   private async drawFirst(view: View): Promise<void> {
-    const unneeded = () => this.drawAhead === undefined || this.hot.complete || view.ahead.length > 0 || view.drawingAhead > 0 || this.view !== view;
+    const unneeded = () => this.drawAhead === undefined || this.hot.complete || this.filling || view.ahead.length > 0 || view.drawingAhead > 0 || this.view !== view;
     if (unneeded()) return;
     const blocks = await this.blocksOf(view);
     if (!unneeded() && blocks.total > 0) this.drawMore(view, blocks, this.drawAhead!);
@@ -484,7 +487,10 @@ export class EntryService {
     } catch {
       // The database failed: the cache holds what it has, and the next restart fills it again.
     } finally {
-      if (generation === this.generation) this.filling = false;
+      if (generation === this.generation) {
+        this.filling = false;
+        if (this.view !== null) this.drawFirst(this.view).catch(() => {});
+      }
     }
   }
 }

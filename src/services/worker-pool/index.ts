@@ -86,6 +86,7 @@ export interface TaskPoolOptions {
 /** TaskPool runs tasks of one worker module in piscina threads, started with the first task. */
 export class TaskPool {
   private started: Promise<Piscina> | null = null;
+  private closed = false;
 
   constructor(private readonly options: TaskPoolOptions) {}
 
@@ -117,6 +118,8 @@ export class TaskPool {
    * code that never looks up.
    */
   async run<T>(name: string, task: unknown, terminate?: AbortSignal): Promise<T> {
+    // A task asked for while the process shuts down would start a thread, and a connection, after the pool's end.
+    if (this.closed) throw new Error('the worker pool is closed');
     const piscina = await this.piscina();
     const running = piscina.run({ name, task }, terminate === undefined ? {} : { signal: terminate });
     if (this.options.startTogether === true) this.startAll(piscina);
@@ -135,6 +138,7 @@ export class TaskPool {
 
   /** close waits for the running tasks and stops the threads. */
   async close(): Promise<void> {
+    this.closed = true;
     if (this.started !== null) await (await this.started).close();
   }
 }
