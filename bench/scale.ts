@@ -239,7 +239,10 @@ async function measureService(db: ScaleDatabase): Promise<Row[]> {
       await sleep(1500);
       await write('visible');
     });
-    row('one admin write: longest answer of a probe meanwhile', `${ms(maxOf(during))} (without writes: ${ms(maxOf(quiet))})`, '≤ 20 ms', maxOf(during) <= 20);
+    // Each kind's longest too: a random request may wait for the new revision's first batch, where
+    // /healthz waits only for the event loop.
+    const kinds = ['random', 'healthz', 'by UUID'].map((kind, i) => `${kind} ${ms(during.latencies[probePaths[i]!]?.at(-1) ?? 0)}`).join(', ');
+    row('one admin write: longest answer of a probe meanwhile', `${ms(maxOf(during))}: ${kinds} (without writes: ${ms(maxOf(quiet))})`, '≤ 20 ms', maxOf(during) <= 20);
 
     // Status: the first call after a change.
     await write('hidden');
