@@ -129,13 +129,13 @@ export async function buildApp({ config, storage, cards, entryService, logger, r
   app.decorate('readWorkers', exports);
   if (exports !== null) {
     app.addHook('onClose', () => {
-      app.storage.entries.warmsPagesWith(undefined);
+      app.storage.pageWarming.use(undefined);
       return exports.close();
     });
     // Random picks the cache cannot answer are read and prepared ahead, in the workers.
     app.entryService.drawsAheadWith((draws, variables) => exports.draws(draws, variables));
-    // An admin write reads the pages it touches in a worker first: on the event loop they may be cold.
-    app.storage.entries.warmsPagesWith((keys) => exports.warm(keys));
+    // A write reads the pages it touches in a worker first: on the event loop they may be cold.
+    app.storage.pageWarming.use((keys) => exports.warm(keys));
   }
 
   // Before every route: it takes over the body handling of the HEAD route Fastify adds beside each GET.

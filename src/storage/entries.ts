@@ -14,6 +14,7 @@ import { toEntryRecord } from './entry-record.ts';
 import { recordAction } from './moderation-log.ts';
 import { CHANGE_BATCH, entryJson, insertChanges, logsChanges, readServerVariables, takeRevisions, type Change } from './changes.ts';
 import { bumpRevision, readRevision, writeTransaction, type RevisionCache } from './revision.ts';
+import { PageWarming } from './page-warming.ts';
 
 import type { EntryRecord } from '../domain/records.ts';
 
@@ -46,27 +47,6 @@ export interface AdminEntry {
   state: EntryState;
   timestamp: number;
 }
-
-/**
- * What an admin write is about to touch, for a PageWarmer: the entry by its uuid (its row, its place
- * in the state index, its block's count) and the text key looked up for a duplicate.
- */
-export interface WriteKeys {
-  uuid?: string;
-  textKey?: string;
-}
-
-/**
- * PageWarmer reads, away from the event loop, the database pages a write is about to touch, so that
- * the write (run on the event loop's connection, SQLite) finds them in the kernel's page cache instead
- * of waiting for the disk: on a file larger than the memory that caches it, one hide held every
- * request for tens of milliseconds, nearly all of it reads of cold pages. A hint only: the write is
- * the same without it, and a warmer that fails or is slow is not waited for past WARM_WAIT_MS.
- */
-export type PageWarmer = (keys: WriteKeys) => Promise<unknown>;
-
-/** How long a write waits for its pages to be warmed before it goes on regardless. */
-const WARM_WAIT_MS = 250;
 
 /** The outcome of a write that may collide with an existing text. */
 export type EntryWrite = { entry: AdminEntry } | { duplicateOf: string } | { notFound: true };
@@ -213,7 +193,6 @@ export class EntryStore {
   private readonly nthVisible;
   /** The reads answered at once, where the engine answers in-process (Database.readNow). */
   private readonly now: EntryReadsNow | undefined;
-  private warmer: PageWarmer | undefined;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -221,6 +200,7 @@ export class EntryStore {
     private readonly quirks: EngineQuirks,
     /** Reads at once, where the engine answers in-process (Database.readNow). */
     readNow?: ReadNow,
+    private readonly warming = new PageWarming(),
   ) {
     this.visibleByUuid = prepareQuery(db, 1, byUuid);
     this.visibleById = prepareQuery(db, 1, byId);
@@ -231,23 +211,6 @@ export class EntryStore {
       db.selectFrom('entries').select(['id', 'uuid', 'text', 'created_at', 'state']).where('id', '>', id).orderBy('id').limit(limit),
     );
     this.nthVisible = prepareQuery(db, 3, nth);
-  }
-
-  /** warmsPagesWith has the admin writes warm the pages they touch first (SQLite: a read worker); undefined stops it. */
-  warmsPagesWith(warmer: PageWarmer | undefined): void {
-    this.warmer = warmer;
-  }
-
-  /** warm waits for `keys`' pages to be warmed, at most WARM_WAIT_MS; a failure is no matter. */
-  private async warm(keys: WriteKeys): Promise<void> {
-    if (this.warmer === undefined) return;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, WARM_WAIT_MS)));
-    try {
-      await Promise.race([this.warmer(keys).catch(() => {}), late]);
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   /** findVisible returns the visible entry with this (lower-case) uuid, or null. */
@@ -471,7 +434,7 @@ export class EntryStore {
 
   /** create adds a visible entry (text already checked), unless the same text exists. */
   async create(text: string, timestamp: number, actor: string): Promise<EntryWrite> {
-    await this.warm({ textKey: textKey(text) });
+    await this.warming.before({ textKey: textKey(text) });
     const result = await writeTransaction(this.db, this.cache, async (trx, changes) => {
       const duplicate = await this.duplicateOf(trx, text);
       if (duplicate !== null) return { duplicateOf: duplicate };
@@ -489,7 +452,7 @@ export class EntryStore {
 
   /** update changes the text and/or the state of an entry. */
   async update(uuid: string, change: { text?: string; state?: EntryState }, actor: string): Promise<EntryWrite> {
-    await this.warm({ uuid, ...(change.text === undefined ? {} : { textKey: textKey(change.text) }) });
+    await this.warming.before({ uuid, ...(change.text === undefined ? {} : { textKey: textKey(change.text) }) });
     const result = await writeTransaction(this.db, this.cache, async (trx, changes) => {
       const current = await trx.selectFrom('entries').select(['text', 'state', 'created_at']).where('uuid', '=', uuid).executeTakeFirst();
       if (!current) return { notFound: true as const };
@@ -518,7 +481,7 @@ export class EntryStore {
 
   /** remove deletes an entry (and the reports on it); false when there was none. */
   async remove(uuid: string, actor: string): Promise<boolean> {
-    await this.warm({ uuid });
+    await this.warming.before({ uuid });
     const removed = await writeTransaction(this.db, this.cache, async (trx, changes) => {
       const current = await trx.selectFrom('entries').select(['text', 'state']).where('uuid', '=', uuid).executeTakeFirst();
       if (!current) return undefined;

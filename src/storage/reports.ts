@@ -3,6 +3,7 @@
  * every other open report on that entry; dismissing leaves the entry as it is.
  */
 import { randomUUID } from 'node:crypto';
+import { PageWarming } from './page-warming.ts';
 import type { Kysely } from 'kysely';
 import type { DB, EntryState, ReportStatus } from '../db/schema.ts';
 import type { ReportCursor, ReportReason } from '../domain/reports.ts';
@@ -50,10 +51,13 @@ export class ReportStore {
   constructor(
     private readonly db: Kysely<DB>,
     private readonly cache: RevisionCache,
+    private readonly warming = new PageWarming(),
   ) {}
 
   /** create files a report on a visible entry; null when there is no such visible entry. */
   async create(entryUuid: string, reason: ReportReason, details: string | null): Promise<Report | null> {
+    // Anyone may file one: the entry's pages are read off the event loop first, as for an admin's write.
+    await this.warming.before({ uuid: entryUuid });
     return this.db.transaction().execute(async (trx) => {
       const entry = await trx.selectFrom('entries').select('uuid').where('uuid', '=', entryUuid).where('state', '=', 'visible').executeTakeFirst();
       if (!entry) return null;

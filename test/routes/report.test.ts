@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp, entry, setState, type TestContext } from '../helper.ts';
 
 const target = entry('Report me, if you must.', 1_700_000_000, 'dddddddd-0000-4000-8000-000000000001');
@@ -23,6 +23,16 @@ describe('POST /api/v1/nonsense/report', () => {
     expect(body).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), entryUuid: target.uuid, reason: 'other', status: 'open' });
     const stored = await t.storage.reports.list('open');
     expect(stored.find((r) => r.id === body.id)).toMatchObject({ details: 'It rhymes badly.', entry: { uuid: target.uuid, state: 'visible' } });
+  });
+
+  it.runIf(process.env.TEST_DATABASE !== 'postgres')('has a read worker read the entry’s pages first, as for an admin’s write', async () => {
+    const warm = vi.spyOn(t.app.readWorkers!, 'warm');
+    try {
+      expect((await report({ entryUuid: target.uuid, reason: 'duplicate' })).statusCode).toBe(201);
+      expect(warm).toHaveBeenLastCalledWith({ uuid: target.uuid });
+    } finally {
+      warm.mockRestore();
+    }
   });
 
   it.each([

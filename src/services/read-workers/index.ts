@@ -15,7 +15,7 @@
  * goes before the tasks that continue answers (the later pages of exports and walks), so that it
  * waits for the tasks running only: with an export's pages bounded (EntryQuery.listPage), not long.
  * A batch of random picks drawn ahead (draws) goes before both, as random requests wait for it, and
- * so do the reads that warm the pages of an admin write (warm).
+ * so do the reads that warm the pages of a write (warm).
  * The threads start with the first task and exit after a minute without one.
  *
  * The queue is bounded: when READ_WORKER_QUEUE tasks already wait, a new export, search or OData
@@ -40,7 +40,7 @@ import { PageSlots, SLOTTED_PAGE } from './page-slots.ts';
 import { entryJsonFromWire } from '../../formats/entry.ts';
 import type { Draw, ReadyEntry } from '../entries/index.ts';
 import type { DrawnEntry, DrawTask, ListTask, ODataTask, PageFailure, PageResult, PageTask, SearchTask, WarmTask } from './worker.ts';
-import type { WriteKeys } from '../../storage/entries.ts';
+import type { WriteKeys } from '../../storage/page-warming.ts';
 
 /** An idle worker exits after this long; the next task waits ~100 ms for a new one. */
 const IDLE_TIMEOUT_MS = 60_000;
@@ -68,8 +68,8 @@ const ANYONE = '';
 /** Whom the entry service's random draws are read for: a client of their own, in turn with the others. */
 const DRAWS_CLIENT = 'entry service: random draws';
 
-/** Whom the admin writes' page warming is read for (warm). */
-const WRITES_CLIENT = 'entry writes: pages warmed';
+/** Whom the writes' page warming is read for (warm). */
+const WRITES_CLIENT = 'writes: pages warmed';
 
 /** How a caller names the client a task is for, and, for an export, what its response holds unsent. */
 export interface TaskOptions {
@@ -275,7 +275,7 @@ export class ReadWorkers {
   }
 
   /**
-   * warm reads the pages an admin write is about to touch (storage/entries.ts PageWarmer), first in the
+   * warm reads the pages a write is about to touch (storage/page-warming.ts), first in the
    * queue: a write waits for it. With the queue full it reads nothing, and the write goes on unwarmed.
    * It says how many rows it read.
    */

@@ -3,8 +3,8 @@
  * one page of an export, written as a piece of the export file (formats/export.ts) in UTF-8 bytes for
  * the main thread to send as they are (the default export); a page of the search page (searchTask);
  * a list of entries (listTask); a read of the OData interface (odataTask); random picks drawn
- * ahead of the requests, read and prepared as their JSON (drawTask); the pages an admin write is
- * about to touch, read so that the write finds them in memory (warmTask).
+ * ahead of the requests, read and prepared as their JSON (drawTask); the pages a write is about to
+ * touch, read so that the write finds them in memory (warmTask).
  */
 import type SQLite from 'better-sqlite3';
 import { Kysely, sql } from 'kysely';
@@ -290,7 +290,7 @@ export async function drawTask(task: DrawTask): Promise<DrawnEntry[] | PageFailu
   }
 }
 
-/** The rows an admin write is about to touch (storage/entries.ts WriteKeys). */
+/** The rows a write is about to touch (storage/page-warming.ts WriteKeys). */
 export interface WarmTask {
   file: string;
   uuid?: string;
@@ -306,7 +306,7 @@ interface WarmStatements {
 }
 
 /**
- * warmTask reads the pages an admin write is about to touch (its entry's row by uuid, the entry's
+ * warmTask reads the pages a write is about to touch (its entry's row by uuid, the entry's
  * places in the state index, its block's count, the text key's place in its index) and says how many
  * rows it found; what it reads is thrown away, as the kernel's page cache keeps the pages for the write.
  */
